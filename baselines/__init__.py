@@ -1,0 +1,1 @@
+"""Reference agents and the reference PPO/GRPO learner with SNR-aware filtering."""

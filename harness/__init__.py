@@ -1,0 +1,1 @@
+"""The harness: roll agents out over ragen envs and report success, MI proxies and entropy (see DESIGN.md)."""

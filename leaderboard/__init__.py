@@ -1,0 +1,1 @@
+"""Replay-verified leaderboard: submissions are re-simulated against the deterministic envs."""

@@ -1,0 +1,22 @@
+"""ragen-envs: Gymnasium text environments for training and evaluating LLM agents with RL.
+
+Importing this package only registers the ``ragen/*`` ids (entry points are strings, so no env module is
+imported until ``gym.make``); ``gym.make("ragen_envs:ragen/Sokoban-v0")`` imports it for you.
+"""
+
+from gymnasium.envs.registration import register
+
+from ragen_envs._version import __version__
+
+__all__ = ["__version__", "registered_ids"]
+
+
+def registered_ids() -> list[str]:
+    """Every ``ragen/*`` id in Gymnasium's registry, sorted."""
+    from gymnasium.envs.registration import registry
+
+    return sorted(env_id for env_id in registry if env_id.startswith("ragen/"))
+
+
+# ---- planning -------------------------------------------------------------------------------------------
+register(id="ragen/Bandit-v0", entry_point="ragen_envs.bandit:BanditEnv")

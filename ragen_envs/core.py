@@ -1,0 +1,271 @@
+"""The text-environment contract every ``ragen/*`` env follows.
+
+A :class:`TextEnv` is a real ``gymnasium.Env[str, str]``: observations are state text, actions are the raw
+text a model wrote. The base class owns everything the contract promises (response parsing, the action
+budget per turn, the format penalty, turn counting, truncation, the info keys, the order of calls); a
+subclass only supplies the rules through a few hooks:
+
+==========================  ===========================================================================
+hook                        what it does
+==========================  ===========================================================================
+``_generate()``             build a new episode's state from ``self.np_random`` (called by ``reset``)
+``_observe() -> str``       the state as text
+``_instructions() -> str``  the rules, symbols and action grammar (the response-format line is added here)
+``_parse_action(text)``     a canonical action for one action string, or ``None`` if it is not an action
+``_apply(action)``          play one canonical action and return an :class:`ActionResult`
+``_oracle() -> (str, str)`` the oracle's reasoning and answer in the current state
+``_candidate_actions()``    optional: action strings ``action_space.sample()`` draws from right now
+==========================  ===========================================================================
+
+Info keys after every ``step``: ``success``, ``action_is_valid``, ``action_is_effective``,
+``parsed_actions``, ``turn`` (plus whatever ``_step_info()`` adds). ``reset`` returns
+``info["instructions"]``, the system prompt.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import spaces
+from gymnasium.error import ResetNeeded
+
+from ragen_envs.parsing import RESPONSE_FORMATS, format_instructions, format_response, parse_response, split_actions
+
+# Gymnasium's default Text charset is alphanumeric only: it rejects newlines, punctuation and glyphs such as
+# the box-on-target mark. Everything an env emits must be in here; envs may add to it via ``extra_charset``.
+TEXT_CHARSET = frozenset(string.printable + "√×÷−–—‘’“”…•·°€£¥≤≥≠≈±²³½¼¾")
+MAX_OBSERVATION_CHARS = 1 << 17
+MAX_RESPONSE_CHARS = 1 << 14  # the size of action_space samples, not a limit on what step() accepts
+
+INFO_KEYS = ("success", "action_is_valid", "action_is_effective", "parsed_actions", "turn")
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What one canonical action did to the state."""
+
+    reward: float
+    effective: bool
+    """True when the state changed (a push into a wall is valid but not effective)."""
+    terminated: bool = False
+    success: bool = False
+    message: str = ""
+    """Feedback shown above the next observation (e.g. "Incorrect, try again.")."""
+
+
+def check_range(
+    name: str, value: Any, low: float | None = None, high: float | None = None, *, integer: bool = False
+) -> None:
+    """Raise ``ValueError`` naming ``name`` and the allowed range when ``value`` falls outside it."""
+    kind = "an integer" if integer else "a number"
+    if integer and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    if not integer and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    if value != value or (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
+        raise ValueError(f"{name} must be in {bounds}, got {value!r}")
+
+
+def check_choice(name: str, value: Any, allowed: tuple) -> None:
+    """Raise ``ValueError`` naming ``name`` and the allowed values when ``value`` is not one of them."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+
+
+class ResponseSpace(spaces.Text):
+    """The action space: any text, whose ``sample()`` is a random *well-formed* response.
+
+    A uniformly random string almost never parses, so sampling it would only ever exercise the format
+    penalty. Instead ``sample()`` picks 1..``max_actions`` of the env's current candidate actions (set by
+    the env after every reset and step), joins them with the separator and wraps them in the response
+    format with a few random reasoning words: a random *valid-format* policy. With no candidates it falls
+    back to Gymnasium's random text.
+    """
+
+    def __init__(
+        self, *, max_length: int, charset: frozenset[str], response_format: str, separator: str | None, max_actions: int
+    ) -> None:
+        super().__init__(max_length=max_length, min_length=0, charset=charset)
+        self.response_format = response_format
+        self.separator = separator
+        self.max_actions = max_actions
+        self.candidates: tuple[str, ...] = ()
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        if mask is not None or probability is not None or not self.candidates:
+            return super().sample(mask=mask, probability=probability)
+        rng = self.np_random
+        count = 1 if self.separator is None else int(rng.integers(1, self.max_actions + 1))
+        picks = [self.candidates[int(i)] for i in rng.integers(len(self.candidates), size=count)]
+        joiner = f" {self.separator} " if self.separator else ""
+        words = [_FILLER_WORDS[int(i)] for i in rng.integers(len(_FILLER_WORDS), size=int(rng.integers(3, 12)))]
+        return format_response(" ".join(words), joiner.join(picks), self.response_format)
+
+
+_FILLER_WORDS = (
+    "maybe", "this", "looks", "right", "I", "think", "the", "next", "step", "should", "work", "try", "move",
+    "check", "again", "probably", "best", "option", "now", "so", "then", "because", "closer", "goal",
+)  # fmt: skip
+
+
+class TextEnv(gym.Env[str, str]):
+    """Base class of every ragen text env; see the module docstring for the hooks a subclass implements.
+
+    Arguments common to all envs:
+        max_turns: turns before the episode is truncated.
+        max_actions_per_turn: how many ``||``-separated actions of one response are played (extra are dropped).
+        format_penalty: reward added for a turn whose response does not parse or names an unknown action.
+        response_format: ``"think"`` (``<think>…</think><answer>…</answer>``), ``"answer"`` or ``"raw"``.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    action_separator: str | None = "||"
+    """Separator between actions in one answer; ``None`` means the whole answer is one action."""
+    example_answer: str = ""
+    extra_charset: str = ""
+
+    def __init__(
+        self,
+        *,
+        max_turns: int,
+        max_actions_per_turn: int = 1,
+        format_penalty: float = -0.1,
+        response_format: str = "think",
+        render_mode: str | None = None,
+    ) -> None:
+        check_range("max_turns", max_turns, 1, integer=True)
+        check_range("max_actions_per_turn", max_actions_per_turn, 1, integer=True)
+        check_range("format_penalty", format_penalty)
+        check_choice("response_format", response_format, RESPONSE_FORMATS)
+        check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
+        self.max_turns = max_turns
+        self.max_actions_per_turn = max_actions_per_turn
+        self.format_penalty = float(format_penalty)
+        self.response_format = response_format
+        self.render_mode = render_mode
+        charset = TEXT_CHARSET | frozenset(self.extra_charset)
+        self.observation_space = spaces.Text(max_length=MAX_OBSERVATION_CHARS, min_length=0, charset=charset)
+        self.action_space = ResponseSpace(
+            max_length=MAX_RESPONSE_CHARS,
+            charset=charset,
+            response_format=response_format,
+            separator=self.action_separator,
+            max_actions=max_actions_per_turn,
+        )
+        self.turn = 0
+        self._done = True
+        self._needs_reset = True
+        self._last_observation = ""
+
+    # ---- hooks --------------------------------------------------------------------------------------
+    def _generate(self) -> None:
+        raise NotImplementedError
+
+    def _observe(self) -> str:
+        raise NotImplementedError
+
+    def _instructions(self) -> str:
+        raise NotImplementedError
+
+    def _parse_action(self, text: str) -> Any | None:
+        raise NotImplementedError
+
+    def _apply(self, action: Any) -> ActionResult:
+        raise NotImplementedError
+
+    def _oracle(self) -> tuple[str, str]:
+        raise NotImplementedError
+
+    def _candidate_actions(self) -> tuple[str, ...]:
+        """Action strings that ``action_space.sample()`` draws from in the current state (may be empty)."""
+        return ()
+
+    def _reset_info(self) -> dict[str, Any]:
+        """Extra keys for the info dict returned by ``reset`` (e.g. a level's optimal move count)."""
+        return {}
+
+    def _step_info(self) -> dict[str, Any]:
+        """Extra keys for the info dict returned by every ``step``."""
+        return {}
+
+    # ---- the contract -------------------------------------------------------------------------------
+    @property
+    def instructions(self) -> str:
+        """The system prompt: the env's rules plus how to format a response."""
+        how = format_instructions(self.response_format, self.example_answer, self.action_separator)
+        return f"{self._instructions().rstrip()}\n{how}"
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.turn = 0
+        self._done = False
+        self._needs_reset = False
+        self._generate()
+        self._last_observation = self._observe()
+        self.action_space.candidates = self._candidate_actions()
+        info = {"instructions": self.instructions, "turn": 0, "success": False, **self._reset_info()}
+        return self._last_observation, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._needs_reset:
+            raise ResetNeeded("Cannot call env.step() before calling env.reset()")
+        if self._done:
+            raise ResetNeeded("Cannot call env.step() after the episode has ended: call env.reset() first")
+        self.turn += 1
+        parsed = parse_response(action, self.response_format)
+        tokens = split_actions(parsed.answer, self.action_separator, self.max_actions_per_turn) if parsed.ok else []
+        actions = [self._parse_action(token) for token in tokens]
+        unknown = [token for token, act in zip(tokens, actions) if act is None]
+
+        reward, effective, terminated, success, messages = 0.0, False, False, False, []
+        if not parsed.ok or not tokens:
+            reward = self.format_penalty
+            messages.append(f"Your last response was invalid ({parsed.error or 'no action'}); the state is unchanged.")
+        else:
+            if unknown:
+                reward = self.format_penalty
+                shown = ", ".join(repr(token[:40]) for token in unknown[:3])
+                messages.append(f"Unknown action(s) {shown} were ignored.")
+            for act in actions:
+                if act is None:
+                    continue
+                result = self._apply(act)
+                reward += result.reward
+                effective = effective or result.effective
+                if result.message:
+                    messages.append(result.message)
+                if result.terminated:
+                    terminated, success = True, result.success
+                    break
+        truncated = not terminated and self.turn >= self.max_turns
+        self._done = terminated or truncated
+        observation = self._observe()
+        if messages:
+            observation = "\n".join(messages) + "\n" + observation
+        self._last_observation = observation
+        self.action_space.candidates = self._candidate_actions()
+        info = {
+            "success": success,
+            "action_is_valid": parsed.ok and bool(tokens) and not unknown,
+            "action_is_effective": effective,
+            "parsed_actions": tokens if parsed.ok else [],
+            "turn": self.turn,
+            **self._step_info(),
+        }
+        return observation, float(reward), terminated, truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._last_observation
+        return None
+
+    def oracle_response(self) -> str:
+        """The full response the env's oracle would give now; fed turn after turn, it solves the episode."""
+        if self._needs_reset:
+            raise ResetNeeded("Cannot ask for the oracle's response before calling env.reset()")
+        thinking, answer = self._oracle()
+        return format_response(thinking, answer, self.response_format)

@@ -1,0 +1,119 @@
+"""Parsing of model responses: pure functions, linear time, never raise on any input string.
+
+Three response formats are supported:
+
+- ``"think"`` (default): ``<think>reasoning</think><answer>actions</answer>``. Whitespace may sit between
+  the two blocks; text before ``<think>`` and after ``</answer>`` is ignored (as RAGEN's regex does).
+- ``"answer"``: ``<answer>actions</answer>`` anywhere in the text; reasoning is whatever precedes it.
+- ``"raw"``: the whole stripped text is the answer.
+
+We scan with ``str.find`` rather than a DOTALL regex: a backtracking regex over a megabyte of nested or
+unclosed tags is quadratic, and model output is hostile input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RESPONSE_FORMATS = ("think", "answer", "raw")
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
+
+
+@dataclass(frozen=True)
+class ParsedResponse:
+    """The outcome of parsing one response. ``error`` is empty exactly when ``ok`` is True."""
+
+    ok: bool
+    thinking: str = ""
+    answer: str = ""
+    error: str = ""
+
+
+def _fail(error: str) -> ParsedResponse:
+    return ParsedResponse(ok=False, error=error)
+
+
+def _find_answer(text: str, start: int) -> tuple[str, str] | ParsedResponse:
+    """Return (answer, "") for the first ``<answer>…</answer>`` at or after ``start``, else a failure."""
+    open_at = text.find(ANSWER_OPEN, start)
+    if open_at < 0:
+        return _fail(f"missing {ANSWER_OPEN}")
+    close_at = text.find(ANSWER_CLOSE, open_at + len(ANSWER_OPEN))
+    if close_at < 0:
+        return _fail(f"missing {ANSWER_CLOSE} after {ANSWER_OPEN}")
+    return text[open_at + len(ANSWER_OPEN) : close_at].strip(), ""
+
+
+def parse_response(text: object, response_format: str = "think") -> ParsedResponse:
+    """Split a model response into reasoning and answer according to ``response_format``."""
+    if not isinstance(text, str):
+        return _fail(f"response must be a string, got {type(text).__name__}")
+    if response_format == "raw":
+        answer = text.strip()
+        return ParsedResponse(ok=True, answer=answer) if answer else _fail("empty response")
+    if response_format == "answer":
+        found = _find_answer(text, 0)
+        if isinstance(found, ParsedResponse):
+            return found
+        answer = found[0]
+        thinking = text[: text.find(ANSWER_OPEN)].strip()
+    elif response_format == "think":
+        think_at = text.find(THINK_OPEN)
+        if think_at < 0:
+            return _fail(f"missing {THINK_OPEN}")
+        body_at = think_at + len(THINK_OPEN)
+        close_at = text.find(THINK_CLOSE, body_at)
+        if close_at < 0:
+            return _fail(f"missing {THINK_CLOSE} after {THINK_OPEN}")
+        after = close_at + len(THINK_CLOSE)
+        rest = len(text) - len(text[after:].lstrip())
+        if not text.startswith(ANSWER_OPEN, rest):
+            return _fail(f"{THINK_CLOSE} must be followed by {ANSWER_OPEN}")
+        found = _find_answer(text, rest)
+        if isinstance(found, ParsedResponse):
+            return found
+        answer = found[0]
+        thinking = text[body_at:close_at].strip()
+    else:
+        return _fail(f"unknown response format {response_format!r}; allowed: {RESPONSE_FORMATS}")
+    if not answer:
+        return ParsedResponse(ok=False, thinking=thinking, error="empty answer")
+    return ParsedResponse(ok=True, thinking=thinking, answer=answer)
+
+
+def split_actions(answer: str, separator: str | None = "||", limit: int | None = None) -> list[str]:
+    """Split an answer into stripped, non-empty action strings, keeping at most ``limit`` of them."""
+    if separator is None:
+        parts = [answer.strip()]
+    else:
+        parts = [part.strip() for part in answer.split(separator)]
+    parts = [part for part in parts if part]
+    return parts if limit is None else parts[:limit]
+
+
+def format_response(thinking: str, answer: str, response_format: str = "think") -> str:
+    """The inverse of :func:`parse_response`: write a response in the given format."""
+    if response_format == "think":
+        return f"{THINK_OPEN}{thinking}{THINK_CLOSE}{ANSWER_OPEN}{answer}{ANSWER_CLOSE}"
+    if response_format == "answer":
+        return f"{ANSWER_OPEN}{answer}{ANSWER_CLOSE}"
+    if response_format == "raw":
+        return answer
+    raise ValueError(f"response_format must be one of {RESPONSE_FORMATS}, got {response_format!r}")
+
+
+def format_instructions(response_format: str, example_answer: str, separator: str | None = "||") -> str:
+    """The sentence of the system prompt that tells the model how to write its response."""
+    if response_format == "think":
+        text = (
+            f"Always respond as {THINK_OPEN}your reasoning{THINK_CLOSE}{ANSWER_OPEN}your answer{ANSWER_CLOSE} "
+            f"with no other text, e.g. {format_response('...', example_answer, 'think')}"
+        )
+    elif response_format == "answer":
+        text = f"Always respond as {ANSWER_OPEN}your answer{ANSWER_CLOSE}, e.g. {format_response('', example_answer, 'answer')}"
+    else:
+        text = f"Respond with your answer only, e.g. {example_answer}"
+    if separator is not None:
+        text += f". Separate several actions with ' {separator.strip()} '."
+    return text
