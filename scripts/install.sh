@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# One-step set-up on a fresh Debian 12 / Python 3.11 machine (no GPU, package registries only).
+# One-step set-up on a fresh Debian 12 / Python 3.11 machine (no GPU, package registries only), into a
+# virtual environment (.venv, or $RAGEN_VENV) so nothing depends on what else the machine's Python holds.
 #   bash scripts/install.sh          # the package with the CPU LM stack, Ray and reporting
 #   bash scripts/install.sh --test   # the same plus the system packages and tools the test suite needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
+VENV=${RAGEN_VENV:-.venv}
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+PY="$VENV/bin/python"
 with_tests=0
 [ "${1:-}" = "--test" ] && with_tests=1
 
