@@ -20,3 +20,9 @@ def registered_ids() -> list[str]:
 
 # ---- planning -------------------------------------------------------------------------------------------
 register(id="ragen/Bandit-v0", entry_point="ragen_envs.bandit:BanditEnv")
+register(id="ragen/FrozenLake-v0", entry_point="ragen_envs.frozen_lake:FrozenLakeEnv")
+register(
+    id="ragen/FrozenLake-8x8-v0",
+    entry_point="ragen_envs.frozen_lake:FrozenLakeEnv",
+    kwargs={"size": 8, "frozen_prob": 0.8, "max_turns": 10},
+)

@@ -1,0 +1,449 @@
+"""FrozenLake on random maps with a guaranteed path (RAGEN's CoordFrozenLake, as a text env).
+
+## Description
+Walk from the start to the goal across a square lake without falling into a hole. Every episode draws a new
+map from ``self.np_random`` as RAGEN does: each cell is frozen with probability ``frozen_prob`` (0.9) and a
+hole otherwise, then a start and a *different* goal cell are drawn uniformly. A map is kept only when a
+breadth-first search from the goal proves the start can reach it within the episode's action budget
+(``max_turns × max_actions_per_turn``); otherwise it is drawn again, at most 64 times. If no draw passes
+(only likely with a very low ``frozen_prob``), the last draw is repaired deterministically: the holes on an
+L-shaped path from the start towards the goal are filled in (and the goal is moved onto that path when it
+lies beyond the budget), so generation never fails and never loops without bound. ``reset`` returns the
+shortest path length in ``info["shortest_path_length"]``.
+
+## Action Space
+``Left``, ``Down``, ``Right``, ``Up`` (case-insensitive; RAGEN's actions 1–4), ``||``-separated, up to
+``max_actions_per_turn`` (2) per response, e.g. ``<think>…</think><answer>Down || Right</answer>``.
+Walking into the edge of the board leaves the player in place (valid, but not effective).
+
+## Observation Space
+RAGEN's ``grid_coord`` text: a coordinate listing, then the grid::
+
+    Coordinates:
+    Board size: 4 rows x 4 cols (zero-indexed).
+    Start: (0, 1)
+    Goal: (3, 2)
+    Player: (0, 1)
+    Holes: (1, 1), (2, 3)
+    Grid Map:
+    _P__
+    _O__
+    ___O
+    __G_
+
+Symbols: ``P`` player, ``_`` frozen ice (the start cell too), ``O`` hole, ``G`` goal, ``X`` player in a hole,
+``√`` player on the goal. The player line reads ``Player in hole:`` / ``Player on goal:`` at the end.
+
+## Rewards
+1 for reaching the goal, 0 otherwise (also 0 for falling into a hole). A response that does not parse, or
+that names an unknown action, costs ``format_penalty`` (-0.1) for the turn (the valid actions of the
+response are still played, as in RAGEN).
+
+## Episode End
+Terminated when the player reaches the goal (``success``) or falls into a hole; actions after that in the
+same response are ignored. Truncated after ``max_turns`` (5) turns. With 2 actions per turn that is RAGEN's
+budget of 10 actions per episode.
+
+## Slip
+``slip`` is the probability that a move goes sideways: with probability ``1 - slip`` the player moves as
+intended, otherwise to one of the two perpendicular directions (``slip / 2`` each), drawn from
+``self.np_random``. RAGEN's ``success_rate`` is ``1 - slip``. The default is **0 (deterministic)**, the
+setting of RAGEN-2's main results table (success_rate 1.0); RAGEN's stochasticity sweep uses 0–1 and its
+tag default is 0.2. ``info["moves"]`` lists the directions actually taken in the turn.
+
+## Oracle
+With ``slip == 0`` the oracle walks a shortest safe path (read off the BFS layers), so it always succeeds with
+the default arguments: every map's shortest path fits the action budget. With ``slip > 0`` no policy can
+always succeed; the oracle then plays the response that maximises the probability of reaching the goal in
+the turns left, found by finite-horizon value iteration over every sequence of 1..``max_actions_per_turn``
+moves (a response is committed before the slips are seen).
+
+## Arguments
+``size`` in [2, 16] (4), ``frozen_prob`` in [0, 1] (0.9), ``slip`` in [0, 1] (0.0), ``max_turns`` (5),
+``max_actions_per_turn`` (2), ``format_penalty`` (-0.1), ``response_format`` ("think").
+``ragen/FrozenLake-8x8-v0`` is ``size=8, frozen_prob=0.8, max_turns=10`` (20 actions: the longest shortest
+path between two cells of an empty 8×8 board is 14).
+
+## Version History
+- v0: initial release.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from ragen_envs.core import ActionResult, TextEnv, check_range
+
+ACTIONS = ("Left", "Down", "Right", "Up")
+"""Action names by index; RAGEN numbers them 1..4 in the same order (and so does Gymnasium, from 0)."""
+_ACTION_INDEX = {name.casefold(): index for index, name in enumerate(ACTIONS)}
+_DELTAS = ((0, -1), (1, 0), (0, 1), (-1, 0))
+MAX_TRIES = 64
+"""Map draws before the deterministic repair; at the default frozen_prob the first draw almost always passes."""
+
+_ALIASES = {"is_slippery": "slip", "success_rate": "slip", "p": "frozen_prob", "map_size": "size"}
+
+
+@dataclass(frozen=True)
+class FrozenLakeConfig:
+    """The map generator's and the dynamics' settings."""
+
+    size: int = 4
+    """Board side; the board is ``size × size``."""
+    frozen_prob: float = 0.9
+    """Probability that a cell is frozen (walkable) rather than a hole."""
+    slip: float = 0.0
+    """Probability that a move goes to a perpendicular direction instead (0 = deterministic)."""
+    max_path_length: int = 10
+    """The action budget: every generated map's shortest path is at most this long."""
+
+    def __post_init__(self) -> None:
+        check_range("size", self.size, 2, 16, integer=True)
+        check_range("frozen_prob", self.frozen_prob, 0.0, 1.0)
+        check_range("slip", self.slip, 0.0, 1.0)
+        check_range("max_path_length", self.max_path_length, 1, integer=True)
+
+
+@dataclass(frozen=True)
+class LakeMap:
+    """One generated map. Cells are numbered ``row * size + col``; ``holes`` is a bitmask over cells."""
+
+    size: int
+    start: int
+    goal: int
+    holes: int
+    layers: tuple[int, ...]
+    """``layers[d]`` is the bitmask of cells whose shortest safe path to the goal has ``d`` moves."""
+
+    @property
+    def shortest_path_length(self) -> int:
+        """Moves on a shortest safe path from the start to the goal."""
+        return distance_to_goal(self, self.start)
+
+    def hole_cells(self) -> list[int]:
+        return [cell for cell in range(self.size * self.size) if self.holes >> cell & 1]
+
+
+# ---- pure rules ---------------------------------------------------------------------------------------------
+@cache
+def move_table(size: int) -> tuple[int, ...]:
+    """``table[cell * 4 + action]``: the cell a move leads to (the same cell at the edge). Map-independent."""
+    table = []
+    for cell in range(size * size):
+        row, col = divmod(cell, size)
+        for d_row, d_col in _DELTAS:
+            r, c = row + d_row, col + d_col
+            table.append(r * size + c if 0 <= r < size and 0 <= c < size else cell)
+    return tuple(table)
+
+
+@cache
+def _shift_masks(size: int) -> tuple[int, int, int]:
+    """(all cells, cells not in the first column, cells not in the last column) as bitmasks."""
+    full = (1 << size * size) - 1
+    first = sum(1 << (row * size) for row in range(size))
+    last = first << (size - 1)
+    return full, full & ~first, full & ~last
+
+
+def bfs_layers(size: int, holes: int, goal: int) -> tuple[int, ...]:
+    """Breadth-first search from ``goal`` over non-hole cells, as bitmask layers by distance."""
+    full, not_first, not_last = _shift_masks(size)
+    free = full & ~holes
+    seen = frontier = 1 << goal
+    layers = [frontier]
+    while True:
+        grown = ((frontier >> 1) & not_last) | ((frontier << 1) & not_first) | (frontier >> size) | (frontier << size)
+        frontier = grown & free & ~seen
+        if not frontier:
+            return tuple(layers)
+        seen |= frontier
+        layers.append(frontier)
+
+
+def distance_to_goal(lake: LakeMap, cell: int) -> int:
+    """Moves on a shortest safe path from ``cell`` to the goal, or -1 when there is none."""
+    bit = 1 << cell
+    for distance, layer in enumerate(lake.layers):
+        if layer & bit:
+            return distance
+    return -1
+
+
+def _l_path(size: int, start: int, goal: int) -> list[int]:
+    """Cells from ``start`` to ``goal``: along the start's row first, then along the goal's column."""
+    (r0, c0), (r1, c1) = divmod(start, size), divmod(goal, size)
+    step_c = 1 if c1 >= c0 else -1
+    step_r = 1 if r1 >= r0 else -1
+    cells = [r0 * size + c for c in range(c0, c1 + step_c, step_c)]
+    cells += [r * size + c1 for r in range(r0 + step_r, r1 + step_r, step_r)]
+    return cells
+
+
+def generate_map(rng: np.random.Generator, config: FrozenLakeConfig) -> LakeMap:
+    """Draw a map whose goal is reachable from the start within ``config.max_path_length`` moves.
+
+    Bounded: at most ``MAX_TRIES`` draws, then a deterministic repair of the last one.
+    """
+    size, cells = config.size, config.size * config.size
+    hole_prob = 1.0 - config.frozen_prob
+    start = goal = holes = 0
+    for _ in range(MAX_TRIES):
+        draws = rng.random(cells + 2)  # one call per try: hole coins, then start and goal
+        start = int(draws[cells] * cells)
+        goal = int(draws[cells + 1] * (cells - 1))
+        goal += goal >= start  # uniform over the other cells: start != goal without a retry
+        holes = int.from_bytes(np.packbits(draws[:cells] < hole_prob, bitorder="little").tobytes(), "little")
+        holes &= ~((1 << start) | (1 << goal))
+        layers = bfs_layers(size, holes, goal)
+        lake = LakeMap(size, start, goal, holes, layers)
+        if 0 <= distance_to_goal(lake, start) <= config.max_path_length:
+            return lake
+    path = _l_path(size, start, goal)[: config.max_path_length + 1]
+    goal = path[-1]
+    for cell in path:
+        holes &= ~(1 << cell)
+    return LakeMap(size, start, goal, holes, bfs_layers(size, holes, goal))
+
+
+def shortest_actions(lake: LakeMap, cell: int, limit: int) -> list[int]:
+    """Up to ``limit`` actions of a shortest safe path from ``cell`` (empty if the goal is unreachable)."""
+    table = move_table(lake.size)
+    distance = distance_to_goal(lake, cell)
+    actions: list[int] = []
+    while distance > 0 and len(actions) < limit:
+        closer = lake.layers[distance - 1]
+        for action in range(4):
+            nxt = table[cell * 4 + action]
+            if closer >> nxt & 1:
+                actions.append(action)
+                cell, distance = nxt, distance - 1
+                break
+    return actions
+
+
+def _transition_matrices(lake: LakeMap, slip: float) -> np.ndarray:
+    """``P[a, s, s']`` for the slippery dynamics; holes and the goal are absorbing."""
+    cells = lake.size * lake.size
+    table = move_table(lake.size)
+    matrices = np.zeros((4, cells, cells))
+    for cell in range(cells):
+        if lake.holes >> cell & 1 or cell == lake.goal:
+            matrices[:, cell, cell] = 1.0
+            continue
+        for action in range(4):
+            for direction, prob in ((action, 1.0 - slip), ((action - 1) % 4, slip / 2), ((action + 1) % 4, slip / 2)):
+                matrices[action, cell, table[cell * 4 + direction]] += prob
+    return matrices
+
+
+def success_policy(lake: LakeMap, slip: float, turns: int, per_turn: int) -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """Finite-horizon value iteration over committed move sequences.
+
+    Returns ``policy[t][cell]``: the sequence of 1..``per_turn`` actions that maximises the probability of
+    reaching the goal when ``t + 1`` turns are left.
+    """
+    step = _transition_matrices(lake, slip)
+    sequences: list[tuple[int, ...]] = []
+    products: list[np.ndarray] = []
+    frontier = [((a,), step[a]) for a in range(4)]
+    for _ in range(per_turn):
+        sequences += [seq for seq, _ in frontier]
+        products += [matrix for _, matrix in frontier]
+        frontier = [(seq + (a,), matrix @ step[a]) for seq, matrix in frontier for a in range(4)]
+    stacked = np.stack(products)  # (Q, S, S): one matrix per sequence
+    value = np.zeros(lake.size * lake.size)
+    value[lake.goal] = 1.0
+    policy = []
+    for _ in range(turns):
+        # Rounded so that float noise cannot flip a tie between platforms; argmax takes the first best.
+        q_values = np.round(stacked @ value, 12)  # (Q, S)
+        best = q_values.argmax(axis=0)
+        policy.append(tuple(sequences[int(q)] for q in best))
+        value = q_values.max(axis=0)
+    return tuple(policy)
+
+
+def _cell_text(size: int, cell: int) -> str:
+    row, col = divmod(cell, size)
+    return f"({row}, {col})"
+
+
+def check_known_arguments(env_name: str, unknown: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` for an argument the env does not take, with a "did you mean" when one is close."""
+    if not unknown:
+        return
+    name = sorted(unknown)[0]
+    guess = _ALIASES.get(name) or next(iter(difflib.get_close_matches(name, allowed, n=1)), None)
+    hint = f" Did you mean {guess!r}?" if guess else ""
+    raise ValueError(f"{env_name} got an unknown argument {name!r}.{hint} Allowed: {', '.join(allowed)}")
+
+
+# Precomputed, immutable results: _apply returns one of these instead of building a dataclass per move.
+_BUMP = ActionResult(reward=0.0, effective=False)
+_MOVE = ActionResult(reward=0.0, effective=True)
+_HOLE = ActionResult(reward=0.0, effective=True, terminated=True, success=False)
+_GOAL = ActionResult(reward=1.0, effective=True, terminated=True, success=True)
+
+
+class FrozenLakeEnv(TextEnv):
+    __doc__ = __doc__
+    example_answer = "Down || Right"
+    _ARGUMENTS = (
+        "size", "frozen_prob", "slip", "max_turns", "max_actions_per_turn", "format_penalty", "response_format",
+        "render_mode",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        size: int = 4,
+        frozen_prob: float = 0.9,
+        slip: float = 0.0,
+        max_turns: int = 5,
+        max_actions_per_turn: int = 2,
+        format_penalty: float = -0.1,
+        response_format: str = "think",
+        render_mode: str | None = None,
+        **unknown: Any,
+    ) -> None:
+        check_known_arguments("FrozenLake", unknown, self._ARGUMENTS)
+        super().__init__(
+            max_turns=max_turns,
+            max_actions_per_turn=max_actions_per_turn,
+            format_penalty=format_penalty,
+            response_format=response_format,
+            render_mode=render_mode,
+        )
+        self.config = FrozenLakeConfig(size, frozen_prob, slip, max_turns * max_actions_per_turn)
+        self._table = move_table(size)
+        self._static_instructions = ""
+        self.lake: LakeMap | None = None
+        self.player = 0
+        self._moves: list[str] = []
+        self._clear_caches()
+
+    def _clear_caches(self) -> None:
+        self._terminal = 0  # holes | goal, as a bitmask
+        self._frame: tuple[str, str, list[str]] = ("", "", [])
+        self._observations: dict[int, str] = {}
+        self._policy: tuple | None = None
+
+    # ---- hooks ------------------------------------------------------------------------------------------
+    def _generate(self) -> None:
+        self.lake = lake = generate_map(self.np_random, self.config)
+        self.player = lake.start
+        self._clear_caches()
+        self._terminal = lake.holes | (1 << lake.goal)
+        self._moves = []
+
+    def _instructions(self) -> str:
+        if not self._static_instructions:
+            c, n = self.config, self.config.size
+            slip_line = (
+                f"The ice is slippery: a move goes the intended way with probability {1 - c.slip:g}, otherwise to "
+                f"one of the two perpendicular directions.\n"
+                if c.slip > 0
+                else ""
+            )
+            self._static_instructions = (
+                "You are walking on a frozen lake. Reach the goal without falling into a hole.\n"
+                f"The board has {n} rows and {n} columns, zero-indexed as (row, col) from (0, 0) at the top left to "
+                f"({n - 1}, {n - 1}) at the bottom right; Down increases the row, Right increases the column.\n"
+                "Symbols: P player, _ frozen ice, O hole, G goal, X player in a hole, √ player on the goal.\n"
+                "Actions: Left, Down, Right, Up (one cell each; walking into the edge leaves you in place).\n"
+                f"{slip_line}"
+                "Reaching the goal pays 1. Falling into a hole ends the episode with 0.\n"
+                f"You have {self.max_turns} turns and may play up to {self.max_actions_per_turn} actions per turn."
+            )
+        return self._static_instructions
+
+    def _build_frame(self) -> tuple[str, str, list[str]]:
+        lake, n = self.lake, self.config.size
+        head = (
+            f"Coordinates:\nBoard size: {n} rows x {n} cols (zero-indexed).\n"
+            f"Start: {_cell_text(n, lake.start)}\nGoal: {_cell_text(n, lake.goal)}\n"
+        )
+        holes = lake.hole_cells()
+        middle = ("Holes: " + ", ".join(_cell_text(n, h) for h in holes) + "\n") if holes else ""
+        grid = [["_"] * n for _ in range(n)]
+        for h in holes:
+            grid[h // n][h % n] = "O"
+        grid[lake.goal // n][lake.goal % n] = "G"
+        self._frame = (head, middle + "Grid Map:\n", ["".join(row) for row in grid])
+        return self._frame
+
+    def _observe(self) -> str:
+        player = self.player
+        text = self._observations.get(player)
+        if text is None:
+            # Incremental render: the map's text is built once per episode; a position changes one row.
+            head, middle, rows = self._frame if self._frame[0] else self._build_frame()
+            lake, n = self.lake, self.config.size
+            row, col = divmod(player, n)
+            if lake.holes >> player & 1:
+                label, symbol = "Player in hole", "X"
+            elif player == lake.goal:
+                label, symbol = "Player on goal", "√"
+            else:
+                label, symbol = "Player", "P"
+            line = rows[row]
+            grid = rows[:row] + [line[:col] + symbol + line[col + 1 :]] + rows[row + 1 :]
+            text = f"{head}{label}: ({row}, {col})\n{middle}" + "\n".join(grid)
+            self._observations[player] = text
+        return text
+
+    def _parse_action(self, text: str) -> int | None:
+        action = _ACTION_INDEX.get(text.casefold())
+        if action is None:
+            action = _ACTION_INDEX.get(text.strip(" .!\"'`[]()").casefold())
+        return action
+
+    def _apply(self, action: int) -> ActionResult:
+        slip = self.config.slip
+        if slip:
+            draw = self.np_random.random()
+            if draw < slip:
+                action = (action - 1) % 4 if draw < slip / 2 else (action + 1) % 4
+        self._moves.append(ACTIONS[action])
+        here = self.player
+        there = self._table[here * 4 + action]
+        if there == here:
+            return _BUMP
+        self.player = there
+        if self._terminal >> there & 1:
+            return _GOAL if there == self.lake.goal else _HOLE
+        return _MOVE
+
+    def _candidate_actions(self) -> tuple[str, ...]:
+        return ACTIONS
+
+    def _reset_info(self) -> dict[str, Any]:
+        return {"shortest_path_length": self.lake.shortest_path_length, "slip": self.config.slip}
+
+    def _step_info(self) -> dict[str, Any]:
+        moves, self._moves = self._moves, []
+        return {"moves": moves}
+
+    def _oracle(self) -> tuple[str, str]:
+        lake, n, per_turn = self.lake, self.config.size, self.max_actions_per_turn
+        here, goal = _cell_text(n, self.player), _cell_text(n, lake.goal)
+        if self.config.slip == 0:
+            actions = shortest_actions(lake, self.player, per_turn)
+            left = distance_to_goal(lake, self.player)
+            reason = f"I am at {here} and the goal is at {goal}. A shortest safe path takes {left} more moves"
+        else:
+            if self._policy is None:
+                self._policy = success_policy(lake, self.config.slip, self.max_turns, per_turn)
+            turns_left = max(self.max_turns - self.turn, 1)
+            actions = list(self._policy[turns_left - 1][self.player])
+            reason = f"I am at {here} and the goal is at {goal}. On slippery ice these moves are the safest bet"
+        if not actions:  # at the goal, in a hole, or cut off: any legal answer will do
+            actions = [0]
+        answer = " || ".join(ACTIONS[a] for a in actions)
+        return f"{reason}; next: {answer}.", answer
