@@ -26,3 +26,6 @@ register(
     entry_point="ragen_envs.frozen_lake:FrozenLakeEnv",
     kwargs={"size": 8, "frozen_prob": 0.8, "max_turns": 10},
 )
+
+# ---- math -----------------------------------------------------------------------------------------------
+register(id="ragen/Countdown-v0", entry_point="ragen_envs.math.countdown:CountdownEnv")

@@ -1,0 +1,320 @@
+"""Countdown: reach the target with an arithmetic expression over the given numbers (RAGEN's Countdown).
+
+## Description
+A target and 3–4 numbers (RAGEN's sizes: numbers 1–99, target 1–100) are drawn from the seed. Every
+problem is *proven* solvable before it is shown: the numbers and target are drawn uniformly and kept only
+once :func:`solve` has found an expression for them (that expression is the oracle's answer and is
+returned in ``info["solution"]``). The solver searches exhaustively over all expressions whose intermediate
+values are positive integers (the classic Countdown rule, which the checker does not impose); a draw it
+cannot solve is redrawn, so every shown problem has a certificate.
+
+## Action Space
+A response whose answer is one arithmetic expression that uses each given number exactly once, with
+``+ - * /`` (``×``, ``÷`` and ``−`` are accepted too) and parentheses, e.g. ``<answer>(25 - 7) * 3 - 8</answer>``.
+A trailing ``= 46`` is allowed and ignored. The whole answer is one action (no ``||``).
+
+## Observation Space
+``"Target: 46, nums: [25, 7, 3, 8]. Using each number exactly once, write an expression equal to 46."``
+
+## Rewards
+As RAGEN: 1 for a correct expression; 0.1 for a well-formed expression that uses exactly the given
+numbers but has another value; 0 otherwise (not an expression, wrong numbers, division by zero, powers,
+too long or too deeply nested). Checking is exact (rationals) and safe (:mod:`ragen_envs.math.arith`, no
+``eval``). A response without the ``<answer>`` format costs ``format_penalty`` (-0.1).
+
+## Episode End
+Terminated after a correct answer (success) or after a wrong answer on the last turn (judged failure).
+With ``max_turns`` > 1 a wrong answer gets feedback (its value, or what was wrong) and the model tries
+again; a wrong answer on an earlier turn earns 0, and the 0.1 partial credit is paid only on the last turn.
+Truncated after ``max_turns`` turns without a judged answer (only format errors).
+
+## Arguments
+``min_numbers`` (3), ``max_numbers`` (4, up to 6), ``max_number`` (99), ``min_target`` (1), ``max_target``
+(100), ``max_turns`` (1; more turns give feedback), ``format_penalty`` (-0.1), ``response_format`` ("think").
+
+## Version History
+- v0: initial release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ragen_envs.core import ActionResult, TextEnv, check_range
+from ragen_envs.math.arith import ExpressionError, evaluate
+
+CORRECT_REWARD = 1.0
+WELL_FORMED_REWARD = 0.1
+MAX_DRAWS = 10_000
+TARGETS_PER_DRAW = 16
+
+
+@dataclass(frozen=True)
+class CountdownConfig:
+    """Sizes of a Countdown problem."""
+
+    min_numbers: int = 3
+    max_numbers: int = 4
+    max_number: int = 99
+    min_target: int = 1
+    max_target: int = 100
+
+    def __post_init__(self) -> None:
+        check_range("min_numbers", self.min_numbers, 2, 6, integer=True)
+        check_range("max_numbers", self.max_numbers, self.min_numbers, 6, integer=True)
+        check_range("max_number", self.max_number, 1, 10_000, integer=True)
+        check_range("min_target", self.min_target, 1, integer=True)
+        check_range("max_target", self.max_target, self.min_target, 1_000_000, integer=True)
+
+
+@dataclass(frozen=True)
+class CountdownProblem:
+    numbers: tuple[int, ...]
+    target: int
+    solution: str
+
+
+# ---- solver ------------------------------------------------------------------------------------------
+# A node is (value, expr) where expr is an int leaf or a tuple (op, left, right); strings are built only for
+# the solution that is found.
+
+
+def _render(expr: Any, parent: str = "", right_side: bool = False) -> str:
+    if not isinstance(expr, tuple):
+        return str(expr)
+    op, left, right = expr
+    text = f"{_render(left, op)} {op} {_render(right, op, True)}"
+    needs = (op in "+-" and parent in ("*", "/")) or (right_side and (parent == "-" and op in "+-" or parent == "/"))
+    return f"({text})" if needs else text
+
+
+def _combine(a: tuple[int, Any], b: tuple[int, Any]):
+    """Every positive-integer result of one operation on two nodes (the larger operand goes left)."""
+    if a[0] < b[0]:
+        a, b = b, a
+    x, y = a[0], b[0]
+    yield x + y, ("+", a[1], b[1])
+    yield x * y, ("*", a[1], b[1])
+    if x > y:
+        yield x - y, ("-", a[1], b[1])
+    if x % y == 0:
+        yield x // y, ("/", a[1], b[1])
+
+
+def _search(nodes: list[tuple[int, Any]], target: int, failed: set) -> Any | None:
+    if len(nodes) == 2:
+        for value, expr in _combine(nodes[0], nodes[1]):
+            if value == target:
+                return expr
+        return None
+    key = tuple(sorted(node[0] for node in nodes))
+    if key in failed:
+        return None
+    count = len(nodes)
+    for i in range(count - 1):
+        for j in range(i + 1, count):
+            rest = [nodes[k] for k in range(count) if k != i and k != j]
+            for node in _combine(nodes[i], nodes[j]):
+                found = _search([*rest, node], target, failed)
+                if found is not None:
+                    return found
+    failed.add(key)
+    return None
+
+
+def solve(numbers: list[int] | tuple[int, ...], target: int) -> str | None:
+    """An expression that uses every number once and equals ``target``, or ``None`` if there is none.
+
+    Exhaustive over expressions with positive-integer intermediate values (failed sub-multisets are memoized).
+    """
+    if len(numbers) == 1:
+        return str(numbers[0]) if numbers[0] == target else None
+    found = _search([(int(n), int(n)) for n in numbers], int(target), set())
+    return None if found is None else _render(found)
+
+
+def _subset_values(numbers: list[int]) -> list[set[int]]:
+    """For every subset (bitmask) of ``numbers``, the values its expressions reach (positive-integer steps)."""
+    count = len(numbers)
+    values: list[set[int]] = [set() for _ in range(1 << count)]
+    for i, n in enumerate(numbers):
+        values[1 << i] = {n}
+    for mask in range(1, 1 << count):
+        if mask & (mask - 1) == 0:
+            continue
+        out = values[mask]
+        low = mask & -mask  # each split {A, B} is visited once: A holds the lowest number
+        sub = (mask - 1) & mask
+        while sub:
+            if sub & low:
+                rest = mask ^ sub
+                for a in values[sub]:
+                    for b in values[rest]:
+                        out.add(a + b)
+                        out.add(a * b)
+                        if a > b:
+                            out.add(a - b)
+                            if a % b == 0:
+                                out.add(a // b)
+                        elif b > a:
+                            out.add(b - a)
+                            if b % a == 0:
+                                out.add(b // a)
+                        else:
+                            out.add(1)
+            sub = (sub - 1) & mask
+    return values
+
+
+def reachable_values(numbers: list[int] | tuple[int, ...]) -> set[int]:
+    """Every value an expression over all of ``numbers`` reaches with positive-integer intermediates."""
+    return _subset_values([int(n) for n in numbers])[(1 << len(numbers)) - 1]
+
+
+def _witness(values: list[set[int]], numbers: list[int], mask: int, target: int) -> Any:
+    """An expression tree over the subset ``mask`` equal to ``target`` (which must be in ``values[mask]``)."""
+    if mask & (mask - 1) == 0:
+        return numbers[mask.bit_length() - 1]
+    low = mask & -mask
+    sub = (mask - 1) & mask
+    while sub:
+        if sub & low:
+            rest = mask ^ sub
+            right = values[rest]
+            for a in values[sub]:
+                # b such that (a op b) or (b op a) == target, for each operation
+                for b, op, a_left in (
+                    (target - a, "+", True),
+                    (a - target, "-", True),
+                    (target + a, "-", False),
+                    (target // a if target % a == 0 else 0, "*", True),
+                    (a // target if a % target == 0 else 0, "/", True),
+                    (a * target, "/", False),
+                ):
+                    if b > 0 and b in right:
+                        left_expr = _witness(values, numbers, sub, a)
+                        right_expr = _witness(values, numbers, rest, b)
+                        return (op, left_expr, right_expr) if a_left else (op, right_expr, left_expr)
+        sub = (sub - 1) & mask
+    raise AssertionError(f"{target} is not reachable from subset {mask:b} of {numbers}")  # pragma: no cover
+
+
+def generate_problem(rng, config: CountdownConfig) -> CountdownProblem:
+    """Draw numbers, then a target uniformly among those they reach in range, and a proof (the solution).
+
+    Up to 4 numbers the solver enumerates every reachable value (subset dynamic programming) and reads the
+    solution back from the table. With more numbers almost every target is reachable, so targets are drawn
+    and proven one at a time by the search in :func:`solve` (rejection: the same uniform distribution).
+    """
+    c = config
+    for _ in range(MAX_DRAWS):
+        count = int(rng.integers(c.min_numbers, c.max_numbers + 1))
+        numbers = rng.integers(1, c.max_number + 1, size=count).tolist()
+        if count > 4:
+            for target in rng.integers(c.min_target, c.max_target + 1, size=TARGETS_PER_DRAW).tolist():
+                solution = solve(numbers, target)
+                if solution is not None:
+                    return CountdownProblem(tuple(numbers), target, solution)
+            continue
+        values = _subset_values(numbers)
+        targets = sorted(v for v in values[-1] if c.min_target <= v <= c.max_target)
+        if targets:
+            target = targets[int(rng.integers(len(targets)))]
+            solution = _render(_witness(values, numbers, len(values) - 1, target))
+            return CountdownProblem(tuple(numbers), target, solution)
+    raise RuntimeError(f"no solvable Countdown problem in {MAX_DRAWS} draws for {config}")  # pragma: no cover
+
+
+def score_answer(answer: str, numbers: tuple[int, ...], target: int) -> tuple[float, bool, str]:
+    """(reward, well_formed, feedback) for one answer; never raises."""
+    try:
+        value, used = evaluate(answer)
+    except ExpressionError as error:
+        return 0.0, False, f"Your answer is not a valid expression: {error}."
+    if sorted(used) != sorted(numbers):
+        return 0.0, False, f"Your expression must use each of the numbers {list(numbers)} exactly once."
+    if value == target:
+        return CORRECT_REWARD, True, ""
+    return WELL_FORMED_REWARD, True, f"Your expression equals {value}, not {target}."
+
+
+class CountdownEnv(TextEnv):
+    __doc__ = __doc__
+    action_separator = None
+    example_answer = "(25 - 7) * 3 - 8"
+
+    def __init__(
+        self,
+        *,
+        min_numbers: int = 3,
+        max_numbers: int = 4,
+        max_number: int = 99,
+        min_target: int = 1,
+        max_target: int = 100,
+        max_turns: int = 1,
+        format_penalty: float = -0.1,
+        response_format: str = "think",
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(
+            max_turns=max_turns, format_penalty=format_penalty, response_format=response_format, render_mode=render_mode
+        )
+        self.config = CountdownConfig(min_numbers, max_numbers, max_number, min_target, max_target)
+        self.problem = CountdownProblem((), 0, "")
+        self.last_well_formed = False
+
+    def _generate(self) -> None:
+        self.problem = generate_problem(self.np_random, self.config)
+        self.last_well_formed = False
+
+    def _instructions(self) -> str:
+        retry = " If your answer is wrong you will be told why and may try again." if self.max_turns > 1 else ""
+        return (
+            "You are playing Countdown. Write an arithmetic expression that equals the target number, using each "
+            "of the given numbers exactly once and only + - * / and parentheses. "
+            "Reward: 1 for a correct expression, 0.1 for a valid expression with the right numbers but the wrong "
+            f"value, 0 otherwise.{retry}"
+        )
+
+    def _observe(self) -> str:
+        p = self.problem
+        nums = ", ".join(map(str, p.numbers))
+        return f"Target: {p.target}, nums: [{nums}]. Using each number exactly once, write an expression equal to {p.target}."
+
+    def _parse_action(self, text: str) -> str | None:
+        return text  # any answer is judged (0 when it is not an expression), as RAGEN does
+
+    def _apply(self, action: str) -> ActionResult:
+        p = self.problem
+        reward, self.last_well_formed, feedback = score_answer(action, p.numbers, p.target)
+        if reward == CORRECT_REWARD:
+            return ActionResult(reward=reward, effective=True, terminated=True, success=True, message="Correct!")
+        last = self.turn >= self.max_turns
+        message = feedback if last else f"{feedback} Try again."
+        return ActionResult(reward=reward if last else 0.0, effective=True, terminated=last, message=message)
+
+    def _step_info(self) -> dict[str, Any]:
+        return {"answer_is_well_formed": self.last_well_formed}
+
+    def _reset_info(self) -> dict[str, Any]:
+        p = self.problem
+        return {"target": p.target, "numbers": list(p.numbers), "solution": p.solution}
+
+    def _candidate_actions(self) -> tuple[str, ...]:
+        nums = [str(n) for n in self.problem.numbers]
+        if not nums:
+            return ()
+        rev = nums[::-1]
+        return (
+            self.problem.solution,
+            " + ".join(nums),
+            " * ".join(nums),
+            " - ".join(rev),
+            f"({nums[0]} + {nums[1]}) * " + " / ".join(nums[2:]) if len(nums) > 2 else f"{nums[0]} / {nums[1]}",
+            " + ".join(nums[:-1]),
+        )
+
+    def _oracle(self) -> tuple[str, str]:
+        p = self.problem
+        return f"I need {p.target} from {list(p.numbers)}. {p.solution} = {p.target}.", p.solution
