@@ -1,0 +1,29 @@
+"""Agents the harness can roll out: the protocol (:mod:`harness.agents.base`) and the registry."""
+
+from harness.agents.base import (
+    Agent,
+    Context,
+    EnvHandle,
+    Generation,
+    Message,
+    Request,
+    Score,
+    ScoringUnavailable,
+)
+from harness.agents.registry import AgentOptions, available_agents, make_agent, parse_spec, register_agent
+
+__all__ = [
+    "Agent",
+    "AgentOptions",
+    "Context",
+    "EnvHandle",
+    "Generation",
+    "Message",
+    "Request",
+    "Score",
+    "ScoringUnavailable",
+    "available_agents",
+    "make_agent",
+    "parse_spec",
+    "register_agent",
+]

@@ -1,0 +1,140 @@
+"""Scripted agents that score exactly from their own action distributions: ``random`` and ``oracle``.
+
+``random`` is template-collapsed by construction: its reasoning is 3–11 words drawn uniformly (with
+replacement) from a fixed vocabulary, whatever the input, so its reasoning entropy is high and its MI is
+exactly 0; its answer is 1..``max_actions_per_turn`` of the env's candidate actions, uniformly. Its
+``score`` is the exact log-probability of a reasoning under that process:
+``log p(z | x) = -log(9) - k·log(|V|)`` when ``z`` is ``k`` vocabulary words joined by single spaces
+(3 <= k <= 11), ``-inf`` otherwise, for every ``x``; ``num_tokens = k``.
+
+``oracle`` writes the env oracle's reasoning and answer: a deterministic policy whose reasoning depends on
+the input. ``log p(z | x) = 0`` when ``z`` is exactly the oracle's reasoning in the state of ``x`` (rebuilt
+through the context's :class:`EnvHandle`), ``-inf`` otherwise; ``num_tokens`` = whitespace words of ``z``.
+
+For both, "tokens" are whitespace words (the answer's actions count one each) and the reported token
+entropies are those of the agent's own choices: ``log |V|`` per reasoning word and ``log(#candidates)`` per
+action pick for ``random``, 0 for ``oracle``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from harness.agents.base import Agent, Context, EnvHandle, Generation, Request, Score
+
+REASONING_VOCAB = (
+    "maybe", "this", "looks", "right", "I", "think", "the", "next", "step", "should", "work", "try",
+    "move", "check", "again", "probably", "best", "option", "now", "so", "then", "because", "closer", "goal",
+    "hmm", "wait", "plan", "left", "up", "down", "safe", "sure",
+)  # fmt: skip
+MIN_WORDS, MAX_WORDS = 3, 11
+_VOCAB_SET = frozenset(REASONING_VOCAB)
+
+
+def write_response(thinking: str, answer: str, response_format: str) -> str:
+    """A full response in the env's format; the ``answer`` format keeps the reasoning before the tag."""
+    if response_format == "think":
+        return f"<think>{thinking}</think><answer>{answer}</answer>"
+    if response_format == "answer":
+        return f"{thinking}\n<answer>{answer}</answer>" if thinking else f"<answer>{answer}</answer>"
+    return answer
+
+
+def _continuation(context: Context, response: str) -> str:
+    if not response.startswith(context.prefill):
+        raise RuntimeError(f"scripted response {response[:40]!r} does not continue the prefill {context.prefill!r}")
+    return response[len(context.prefill) :]
+
+
+def _handle(context: Context, agent: str) -> EnvHandle:
+    if context.env is None:
+        raise ValueError(f"the {agent} agent acts on the env: the context must carry an EnvHandle (context.env)")
+    return context.env
+
+
+def random_reasoning_logprob(text: str) -> Score:
+    """Exact log-prob of ``text`` as a reasoning of the random agent (input-independent)."""
+    words = text.split(" ")
+    if not (MIN_WORDS <= len(words) <= MAX_WORDS) or not all(w in _VOCAB_SET for w in words):
+        return Score(-math.inf, max(len(text.split()), 1))
+    k = len(words)
+    return Score(-math.log(MAX_WORDS - MIN_WORDS + 1) - k * math.log(len(REASONING_VOCAB)), k)
+
+
+class RandomAgent(Agent):
+    """Uniformly random valid-format actions with varied, input-agnostic reasoning (template collapse)."""
+
+    can_score = True
+
+    def __init__(self) -> None:
+        self.spec = "random"
+
+    def generate(self, requests: Sequence[Request]) -> list[Generation]:
+        out = []
+        for request in requests:
+            env = _handle(request.context, "random")
+            rng = np.random.default_rng(request.seed)
+            k = int(rng.integers(MIN_WORDS, MAX_WORDS + 1))
+            words = [REASONING_VOCAB[int(i)] for i in rng.integers(len(REASONING_VOCAB), size=k)]
+            candidates = env.candidate_actions()
+            if candidates:
+                picks_n = 1 if env.action_separator is None else int(rng.integers(1, env.max_actions_per_turn + 1))
+                picks = [candidates[int(i)] for i in rng.integers(len(candidates), size=picks_n)]
+                pick_entropy = math.log(len(candidates))
+            else:  # a free-form env without candidates: answer its example
+                picks, pick_entropy = [env.example_answer], 0.0
+            joiner = f" {env.action_separator} " if env.action_separator else " "
+            response = write_response(" ".join(words), joiner.join(picks), env.response_format)
+            entropies = (math.log(len(REASONING_VOCAB)),) * k + (pick_entropy,) * len(picks)
+            out.append(Generation(_continuation(request.context, response), len(entropies), None, entropies))
+        return out
+
+    def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
+        if len(contexts) != len(texts):
+            raise ValueError(f"score needs as many contexts as texts, got {len(contexts)} and {len(texts)}")
+        return [random_reasoning_logprob(text) for text in texts]
+
+    def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        scores = [random_reasoning_logprob(text) for text in texts]  # the same under every context
+        sums = np.repeat(np.array([[s.logprob_sum] for s in scores], dtype=np.float64), len(contexts), axis=1)
+        counts = np.repeat(np.array([[s.num_tokens] for s in scores], dtype=np.int64), len(contexts), axis=1)
+        return sums, counts
+
+
+class OracleAgent(Agent):
+    """The env's oracle: deterministic, input-dependent reasoning and the solving answer."""
+
+    can_score = True
+
+    def __init__(self) -> None:
+        self.spec = "oracle"
+
+    def generate(self, requests: Sequence[Request]) -> list[Generation]:
+        out = []
+        for request in requests:
+            env = _handle(request.context, "oracle")
+            thinking, answer = env.oracle()
+            response = write_response(thinking, answer, env.response_format)
+            words = len(thinking.split()) + len(answer.split())
+            out.append(Generation(_continuation(request.context, response), words, None, (0.0,) * words))
+        return out
+
+    def _reasoning(self, context: Context) -> str:
+        return _handle(context, "oracle").oracle()[0].strip()
+
+    def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
+        if len(contexts) != len(texts):
+            raise ValueError(f"score needs as many contexts as texts, got {len(contexts)} and {len(texts)}")
+        return [
+            Score(0.0 if text == self._reasoning(ctx) else -math.inf, len(text.split()))
+            for ctx, text in zip(contexts, texts)
+        ]
+
+    def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        reasonings = [self._reasoning(ctx) for ctx in contexts]  # one oracle call per column
+        sums = np.array([[0.0 if t == r else -math.inf for r in reasonings] for t in texts], dtype=np.float64)
+        counts = np.array([[len(t.split())] * len(contexts) for t in texts], dtype=np.int64).reshape(sums.shape)
+        return sums, counts
