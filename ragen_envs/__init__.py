@@ -20,6 +20,17 @@ def registered_ids() -> list[str]:
 
 # ---- planning -------------------------------------------------------------------------------------------
 register(id="ragen/Bandit-v0", entry_point="ragen_envs.bandit:BanditEnv")
+register(id="ragen/Sokoban-v0", entry_point="ragen_envs.sokoban.env:SokobanEnv")
+register(
+    id="ragen/Sokoban-8x8-v0",
+    entry_point="ragen_envs.sokoban.env:SokobanEnv",
+    kwargs={"room_size": 8, "num_boxes": 2, "difficulty": 8, "max_turns": 10, "max_actions_per_turn": 3},
+)
+register(
+    id="ragen/Sokoban-10x10-v0",
+    entry_point="ragen_envs.sokoban.env:SokobanEnv",
+    kwargs={"room_size": 10, "num_boxes": 3, "difficulty": 12, "max_turns": 20, "max_actions_per_turn": 5},
+)
 register(id="ragen/FrozenLake-v0", entry_point="ragen_envs.frozen_lake:FrozenLakeEnv")
 register(
     id="ragen/FrozenLake-8x8-v0",

@@ -1,0 +1,241 @@
+"""Sokoban: push every box onto a target (RAGEN's CoordSokoban, with solver-proven levels).
+
+## Description
+A room of walls and floor holds ``num_boxes`` boxes and as many targets. The player moves one cell per
+action and pushes a box by walking into it, if the cell behind the box is free; boxes cannot be pulled, and
+only one box moves at a time. The episode is won when every box is on a target.
+
+Levels come from reverse play from the solved state (``ragen_envs.sokoban.generate``). Every level is proven
+solvable; where exact search is affordable (every 6×6/1 and 8×8/2 level) it carries its **move-optimal**
+solution length, otherwise a verified solution and a proven lower bound. ``difficulty`` is the minimum
+optimal number of moves; the solution always fits in the episode's budget of
+``max_turns × max_actions_per_turn`` moves.
+
+## Action Space
+A response whose answer lists up to ``max_actions_per_turn`` moves separated by ``||``, each one of
+``Up``, ``Down``, ``Left``, ``Right`` (case-insensitive), e.g. ``<think>…</think><answer>Left || Up</answer>``.
+Extra moves are dropped (as in RAGEN). Moving into a wall, or pushing a box into a wall or another box,
+is a valid action that changes nothing (``action_is_effective`` is False).
+
+## Observation Space
+RAGEN's ``grid_coord`` text: the board size, the coordinates of targets, boxes and player as zero-indexed
+``(row, col)`` pairs, then the grid: ``#`` wall, ``_`` floor, ``O`` target, ``X`` box, ``√`` box on
+target, ``P`` player, ``S`` player on target.
+
+## Rewards
+As gym-sokoban and RAGEN: −0.1 per action, +1 when a box is pushed onto a target, −1 when one is pushed off
+a target, +10 when the last box reaches its target. A turn whose response does not parse costs
+``format_penalty`` (−0.1).
+
+## Episode End
+Terminated (``success`` True) when all boxes are on targets; truncated after ``max_turns`` turns.
+
+## Arguments
+``room_size`` (6, or a ``(rows, cols)`` pair; walls included; ≥ 4 per side), ``num_boxes`` (1),
+``difficulty`` (3: minimum optimal moves), ``max_turns`` (5), ``max_actions_per_turn`` (2),
+``max_attempts`` (200 rooms before the generator falls back to its hardest verified level),
+``format_penalty`` (−0.1), ``response_format`` ("think").
+
+Reset info: ``optimal_moves`` (None where not computed), ``solution_moves`` (length of the verified
+solution the oracle follows), ``lower_bound_moves``, ``difficulty_met`` (False only for a fallback level).
+
+## Version History
+- v0: initial release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragen_envs.core import ActionResult, TextEnv
+from ragen_envs.sokoban.board import (
+    ACTIONS,
+    BOX_OFF_TARGET_REWARD,
+    BOX_ON_TARGET_REWARD,
+    SOLVED_REWARD,
+    STEP_REWARD,
+    Level,
+    offsets,
+)
+from ragen_envs.sokoban.config import SokobanConfig
+from ragen_envs.sokoban.generate import generate_level
+from ragen_envs.sokoban.render import SYMBOL_MEANINGS, char_index, coordinate, grid_chars, observation_text, symbol
+from ragen_envs.sokoban.solver import solve
+
+ORACLE_MAX_NODES = 100_000
+_ACTION_INDEX = {name.casefold(): i for i, name in enumerate(ACTIONS)}
+
+
+def _room_shape(room_size: Any) -> tuple[int, int]:
+    if isinstance(room_size, int) and not isinstance(room_size, bool):
+        return room_size, room_size
+    if isinstance(room_size, (tuple, list)) and len(room_size) == 2:
+        return room_size[0], room_size[1]
+    raise ValueError(f"room_size must be an int or a (rows, cols) pair, got {room_size!r}")
+
+
+class SokobanEnv(TextEnv):
+    __doc__ = __doc__
+    example_answer = "Right || Up"
+
+    def __init__(
+        self,
+        *,
+        room_size: int | tuple[int, int] = 6,
+        num_boxes: int = 1,
+        difficulty: int = 3,
+        max_turns: int = 5,
+        max_actions_per_turn: int = 2,
+        max_attempts: int = 200,
+        format_penalty: float = -0.1,
+        response_format: str = "think",
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(
+            max_turns=max_turns,
+            max_actions_per_turn=max_actions_per_turn,
+            format_penalty=format_penalty,
+            response_format=response_format,
+            render_mode=render_mode,
+        )
+        rows, cols = _room_shape(room_size)
+        self.config = SokobanConfig(
+            rows=rows,
+            cols=cols,
+            num_boxes=num_boxes,
+            difficulty=difficulty,
+            max_moves=max_turns * max_actions_per_turn,
+            max_attempts=max_attempts,
+        )
+        self.level: Level | None = None
+
+    # ---- state ----------------------------------------------------------------------------------------
+    def _generate(self) -> None:
+        level = generate_level(self.np_random, self.config)
+        self.level = level
+        self._steps = offsets(level.cols)
+        self._targets = frozenset(level.targets)
+        self._targets_line = ", ".join(coordinate(t, level.cols) for t in level.targets)
+        self.player = level.player
+        self.boxes = set(level.boxes)
+        self._off_target = sum(b not in self._targets for b in self.boxes)
+        self._chars = grid_chars(level.rows, level.cols, level.walls, self._targets, self.boxes, self.player)
+        self._plan = level.solution
+        self._plan_pos = 0
+        self._on_plan = True
+        self._plan_optimal = level.optimal
+
+    def _reset_info(self) -> dict[str, Any]:
+        level = self.level
+        return {
+            "optimal_moves": level.optimal_moves,
+            "solution_moves": level.solution_moves,
+            "lower_bound_moves": level.lower_bound,
+            "difficulty_met": not level.fallback,
+        }
+
+    def _step_info(self) -> dict[str, Any]:
+        return {"boxes_on_target": len(self.boxes) - self._off_target}
+
+    def _redraw(self, cell: int) -> None:
+        level = self.level
+        self._chars[char_index(cell, level.cols)] = symbol(level.walls, self._targets, self.boxes, self.player, cell)
+
+    # ---- rules --------------------------------------------------------------------------------------------
+    def _parse_action(self, text: str) -> int | None:
+        return _ACTION_INDEX.get(text.strip().strip(".!\"'`*").casefold())
+
+    def _apply(self, action: int) -> ActionResult:
+        if self._on_plan:
+            if self._plan_pos < len(self._plan) and self._plan[self._plan_pos] == action:
+                self._plan_pos += 1
+            else:
+                self._on_plan = False
+        walls = self.level.walls
+        step = self._steps[action]
+        start = self.player
+        ahead = start + step
+        if walls[ahead]:
+            return ActionResult(reward=STEP_REWARD, effective=False)
+        reward = STEP_REWARD
+        boxes = self.boxes
+        beyond = -1
+        if ahead in boxes:
+            beyond = ahead + step
+            if walls[beyond] or beyond in boxes:
+                return ActionResult(reward=STEP_REWARD, effective=False)
+            boxes.discard(ahead)
+            boxes.add(beyond)
+            if ahead in self._targets:
+                reward += BOX_OFF_TARGET_REWARD
+                self._off_target += 1
+            if beyond in self._targets:
+                reward += BOX_ON_TARGET_REWARD
+                self._off_target -= 1
+        self.player = ahead
+        self._redraw(start)
+        self._redraw(ahead)
+        if beyond >= 0:
+            self._redraw(beyond)
+        if self._off_target == 0:
+            return ActionResult(reward=reward + SOLVED_REWARD, effective=True, terminated=True, success=True)
+        return ActionResult(reward=reward, effective=True)
+
+    # ---- text ---------------------------------------------------------------------------------------------
+    def _observe(self) -> str:
+        level = self.level
+        return observation_text(
+            level.rows, level.cols, self._targets_line, sorted(self.boxes), self.player, "".join(self._chars)
+        )
+
+    def _instructions(self) -> str:
+        level = self.level
+        rows, cols = (level.rows, level.cols) if level else (self.config.rows, self.config.cols)
+        symbols = "\n".join(f"{glyph} : {meaning}" for glyph, meaning in SYMBOL_MEANINGS)
+        return (
+            "You are solving a Sokoban puzzle. You are the player; push every box onto a target.\n"
+            "Each action moves you one cell Up, Down, Left or Right. Walking into a box pushes it one cell in the "
+            "same direction, but only if the cell behind it is empty floor or a target: you cannot push two boxes "
+            "at once, push a box into a wall, or pull a box. A box pushed into a corner can never be recovered.\n"
+            f"Coordinates are zero-indexed (row, col) pairs on a {rows}x{cols} board: (0, 0) is the top-left corner, "
+            f"the row grows downward (Down adds 1 to row) and the column rightward (Right adds 1 to col).\n"
+            f"The meaning of each symbol in the grid:\n{symbols}\n"
+            "Rewards: -0.1 per action, +1 for pushing a box onto a target, -1 for pushing one off, +10 when all "
+            "boxes are on targets.\n"
+            f"Your available actions are: {', '.join(ACTIONS)}.\n"
+            f"You may give up to {self.max_actions_per_turn} actions per turn, separated by ' || ' (extra ones "
+            f"are ignored), and you have {self.max_turns} turns, so at most "
+            f"{self.max_turns * self.max_actions_per_turn} actions in all."
+        )
+
+    def _candidate_actions(self) -> tuple[str, ...]:
+        return ACTIONS
+
+    # ---- oracle -------------------------------------------------------------------------------------------
+    def _oracle(self) -> tuple[str, str]:
+        level = self.level
+        cols = level.cols
+        if not self._on_plan:
+            result = solve(
+                level.walls, cols, level.targets, self.player, tuple(sorted(self.boxes)), max_nodes=ORACLE_MAX_NODES
+            )
+            if result.solved:
+                self._plan, self._plan_pos, self._on_plan = result.moves, 0, True
+                self._plan_optimal = True
+            else:
+                why = "no sequence of moves can solve it" if result.status == "unsolvable" else "no solution found"
+                return f"The boxes are stuck: {why}. I try a move anyway.", ACTIONS[0]
+        remaining = self._plan[self._plan_pos :]
+        if not remaining:
+            return "Every box is already on a target.", ACTIONS[0]
+        off = [coordinate(b, cols) for b in sorted(self.boxes) if b not in self._targets]
+        free_targets = [coordinate(t, cols) for t in level.targets if t not in self.boxes]
+        kind = "An optimal" if self._plan_optimal else "A verified"
+        moves = ", ".join(ACTIONS[d] for d in remaining)
+        nxt = [ACTIONS[d] for d in remaining[: self.max_actions_per_turn]]
+        thinking = (
+            f"I am at {coordinate(self.player, cols)}. Boxes off target: {', '.join(off)}; "
+            f"free targets: {', '.join(free_targets)}. {kind} solution from here takes {len(remaining)} "
+            f"moves: {moves}. Next: {', '.join(nxt)}."
+        )
+        return thinking, " || ".join(nxt)

@@ -1,0 +1,356 @@
+"""Sokoban level generation by reverse play from the solved state; every level is proven solvable.
+
+One attempt:
+
+1. **Room.** A digger random-walks the interior and carves small masks of floor (single cell, pairs,
+   2×2, L), like gym-sokoban's topology, so rooms have corridors and open patches.
+2. **Targets.** ``num_boxes`` distinct floor cells; the boxes start on them (the solved state).
+3. **Reverse play.** Moves are undone backwards from the solved state, so every state reached is solvable
+   by construction, and the generator also *proves* it:
+
+   - *small state spaces* (``floor × C(floor − 1, boxes) ≤ REVERSE_BFS_MAX_STATES``, e.g. any 1-box room):
+     a breadth-first search over reversed moves (un-walks and pulls) from every solved state (the player
+     anywhere) labels each state with its exact move-optimal distance. A depth in
+     ``[max(difficulty, 1), max_moves]`` is drawn uniformly among those that exist and a state uniformly in
+     that layer; the BFS parent pointers are its optimal solution.
+   - *larger ones*: a random sequence of pulls (the player walks anywhere it can reach, then pulls a box
+     one cell); the pushes in reverse order with shortest walks between them form a solution that is
+     replayed to check it. Where ``floor × C(floor − 1, boxes) ≤ EXACT_MAX_STATES`` (every 8×8 room with
+     2 boxes) the A* solver then finds the optimum (its node budget is the state-space bound, so it always
+     finishes); otherwise the level carries the verified length and a proven lower bound.
+
+4. **Difficulty.** A level is kept when its optimal length (or, without exact search, the lower bound) is
+   at least ``difficulty`` and its solution fits in ``max_moves``. After ``max_attempts`` rejected rooms the
+   hardest verified level seen is returned (``Level.fallback``); if there was none at all, a constructed
+   level (boxes one push from their targets, see ``_constructed_level``). Generation never loops unbounded
+   and never fails.
+
+All randomness comes from the ``numpy.random.Generator`` passed in (drawn in blocks of floats), so a seed
+gives the same level in every process. The inner loops use plain ints, tuples and bytes: no numpy.
+"""
+
+from __future__ import annotations
+
+from math import comb
+
+from ragen_envs.sokoban.board import OPPOSITE, Level, is_solution, lower_bound, offsets, push_distances
+from ragen_envs.sokoban.config import SokobanConfig
+from ragen_envs.sokoban.solver import solve
+
+REVERSE_BFS_MAX_STATES = 6_000
+EXACT_MAX_STATES = 25_000
+_MASKS = (
+    ((0, 0),),
+    ((0, 0), (0, 1)),
+    ((0, 0), (1, 0)),
+    ((0, 0), (0, 1), (1, 0), (1, 1)),
+    ((0, 0), (0, 1), (1, 1)),
+    ((0, 0), (1, 0), (1, -1)),
+)
+_DR = (-1, 1, 0, 0)
+_DC = (0, 0, -1, 1)
+
+
+class _Uniforms:
+    """Floats in [0, 1) from a numpy Generator, drawn 256 at a time (one call per block, not per draw)."""
+
+    __slots__ = ("_rng", "_block", "_next")
+
+    def __init__(self, rng) -> None:
+        self._rng = rng
+        self._block: list[float] = []
+        self._next = 0
+
+    def below(self, n: int) -> int:
+        """A uniform integer in [0, n)."""
+        if self._next == len(self._block):
+            self._block = self._rng.random(256).tolist()
+            self._next = 0
+        value = self._block[self._next]
+        self._next += 1
+        return int(value * n)
+
+
+def carve_room(rows: int, cols: int, u: _Uniforms) -> bytearray:
+    """Walls (1) and floor (0) of a random room: a digger walks the interior carving small masks."""
+    walls = bytearray(b"\x01") * (rows * cols)
+    inner_rows, inner_cols = rows - 2, cols - 2
+    r, c = 1 + u.below(inner_rows), 1 + u.below(inner_cols)
+    direction = u.below(4)
+    for _ in range(int(1.7 * (rows + cols))):
+        if u.below(100) < 35:
+            direction = u.below(4)
+        nr, nc = r + _DR[direction], c + _DC[direction]
+        if 1 <= nr <= inner_rows and 1 <= nc <= inner_cols:
+            r, c = nr, nc
+        else:  # bounce off the wall instead of idling against it: rooms spread over the board
+            direction = u.below(4)
+        for dr, dc in _MASKS[u.below(len(_MASKS))]:
+            mr, mc = r + dr, c + dc
+            if 1 <= mr <= inner_rows and 1 <= mc <= inner_cols:
+                walls[mr * cols + mc] = 0
+    return walls
+
+
+def _pack(player: int, boxes: tuple[int, ...], shift: int) -> int:
+    key, sh = player, shift
+    for b in boxes:
+        key |= b << sh
+        sh += shift
+    return key
+
+
+def _reverse_bfs_level(
+    walls: bytes, cols: int, floor: list[int], targets: tuple[int, ...], config: SokobanConfig, u: _Uniforms
+) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+    """(player, boxes, optimal solution) at a random depth of the exact reverse BFS, or None if it is empty.
+
+    Returns the deepest reachable depth's state when no depth reaches ``difficulty`` (the caller notices).
+    """
+    steps = offsets(cols)
+    shift = len(walls).bit_length()
+    # next_of[key] = (key one move nearer the goal, direction of that forward move); goal states map to None.
+    next_of: dict[int, tuple[int, int] | None] = {}
+    frontier = []
+    for p in floor:
+        if p not in targets:
+            next_of[_pack(p, targets, shift)] = None
+            frontier.append((p, targets))
+    layers = [frontier]
+    while frontier and len(layers) <= config.max_moves:
+        nxt = []
+        for p, bs in frontier:
+            here = _pack(p, bs, shift)
+            for direction in range(4):
+                step = steps[direction]
+                q = p - step  # where the player stood before moving `direction` onto p
+                if walls[q] or q in bs:
+                    continue
+                key = _pack(q, bs, shift)
+                if key not in next_of:
+                    next_of[key] = (here, direction)
+                    nxt.append((q, bs))
+                if p + step in bs:  # ...or before pushing the box from p to p + step
+                    pulled = p + step
+                    nbs = tuple(sorted(p if b == pulled else b for b in bs))
+                    key = _pack(q, nbs, shift)
+                    if key not in next_of:
+                        next_of[key] = (here, direction)
+                        nxt.append((q, nbs))
+        frontier = nxt
+        if frontier:
+            layers.append(frontier)
+    depths = [d for d in range(max(config.difficulty, 1), len(layers))]
+    if not depths:
+        if len(layers) < 2:
+            return None
+        depths = [len(layers) - 1]
+    layer = layers[depths[u.below(len(depths))]]
+    player, boxes = layer[u.below(len(layer))]
+    moves = []
+    link = next_of[_pack(player, boxes, shift)]
+    while link is not None:
+        key, direction = link
+        moves.append(direction)
+        link = next_of[key]
+    return player, boxes, tuple(moves)
+
+
+def _walk(walls: bytes, steps: tuple[int, ...], boxes: set[int], src: int, dst: int) -> list[int] | None:
+    """Directions of a shortest walk from src to dst around the boxes (no pushes), or None."""
+    if src == dst:
+        return []
+    came = {src: (-1, -1)}
+    frontier = [src]
+    while frontier:
+        nxt = []
+        for cell in frontier:
+            for direction in range(4):
+                q = cell + steps[direction]
+                if walls[q] or q in boxes or q in came:
+                    continue
+                came[q] = (cell, direction)
+                if q == dst:
+                    path = []
+                    while q != src:
+                        q, d = came[q]
+                        path.append(d)
+                    return path[::-1]
+                nxt.append(q)
+        frontier = nxt
+    return None
+
+
+def _region(walls: bytes, steps: tuple[int, ...], boxes: set[int], src: int) -> list[int]:
+    """Cells the player reaches from src without pushing, in BFS order."""
+    seen = {src}
+    order = [src]
+    for cell in order:
+        for step in steps:
+            q = cell + step
+            if not walls[q] and q not in boxes and q not in seen:
+                seen.add(q)
+                order.append(q)
+    return order
+
+
+def _pull_walk_level(
+    walls: bytes,
+    cols: int,
+    floor: list[int],
+    targets: tuple[int, ...],
+    pushes: list[int],
+    num_pulls: int,
+    u: _Uniforms,
+) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+    """(player, boxes, verified solution) after ``num_pulls`` random pulls from the solved state, or None."""
+    steps = offsets(cols)
+    boxes = set(targets)
+    free = [p for p in floor if p not in boxes]
+    player = free[u.below(len(free))]
+    pulls: list[tuple[int, int]] = []  # (box cell before the pull, direction index of the pull)
+    for _ in range(num_pulls):
+        reach = set(_region(walls, steps, boxes, player))
+        away, other = [], []
+        for b in sorted(boxes):
+            for direction in range(4):
+                stand = b + steps[direction]
+                back = stand + steps[direction]
+                if stand in reach and not walls[back] and back not in boxes:
+                    (away if pushes[stand] > pushes[b] else other).append((b, direction))
+        # Mostly pull boxes farther from the targets, so the lower bound (and the difficulty) grows.
+        options = away if away and (not other or u.below(100) < 80) else other
+        if not options:
+            break
+        b, direction = options[u.below(len(options))]
+        boxes.discard(b)
+        boxes.add(b + steps[direction])
+        player = b + 2 * steps[direction]
+        pulls.append((b, direction))
+    if boxes == set(targets):
+        return None
+    region = _region(walls, steps, boxes, player)
+    start = region[u.below(len(region))]
+    start_boxes = tuple(sorted(boxes))
+    # Forward: undo the pulls last-first; each is a push opposite to the pull, after a shortest walk.
+    moves: list[int] = []
+    player = start
+    for b, direction in reversed(pulls):
+        push_from = b + 2 * steps[direction]
+        walk = _walk(walls, steps, boxes, player, push_from)
+        if walk is None:  # cannot happen: the reverse walk came from there
+            return None
+        moves.extend(walk)
+        moves.append(OPPOSITE[direction])
+        boxes.discard(b + steps[direction])
+        boxes.add(b)
+        player = b + steps[direction]
+    return start, start_boxes, tuple(moves)
+
+
+def _state_bound(floor_cells: int, num_boxes: int) -> int:
+    return floor_cells * comb(floor_cells - 1, num_boxes)
+
+
+def _candidate(walls: bytes, config: SokobanConfig, u: _Uniforms) -> tuple[Level, bool] | None:
+    """One attempt: (level, meets difficulty) or None when the room admits no level."""
+    rows, cols, n = config.rows, config.cols, config.num_boxes
+    floor = [i for i in range(rows * cols) if not walls[i]]
+    if len(floor) < n + 2:
+        return None
+    picks = floor[:]
+    for i in range(n):  # partial Fisher-Yates: n distinct target cells
+        j = i + u.below(len(picks) - i)
+        picks[i], picks[j] = picks[j], picks[i]
+    targets = tuple(sorted(picks[:n]))
+    bound = _state_bound(len(floor), n)
+    pushes = push_distances(walls, cols, targets)
+    if bound <= REVERSE_BFS_MAX_STATES:
+        found = _reverse_bfs_level(walls, cols, floor, targets, config, u)
+        if found is None:
+            return None
+        player, boxes, moves = found
+        optimal, low = True, len(moves)
+    else:
+        num_pulls = 2 * n + u.below(4 * n + 1)
+        found = _pull_walk_level(walls, cols, floor, targets, pushes, num_pulls, u)
+        if found is None:
+            return None
+        player, boxes, moves = found
+        low = lower_bound(cols, pushes, player, boxes)
+        optimal = False
+        if bound <= EXACT_MAX_STATES:
+            result = solve(walls, cols, targets, player, boxes, max_nodes=bound + 1, pushes=pushes)
+            if not result.solved:  # cannot happen: the pull walk proves a solution exists
+                return None
+            moves, optimal, low = result.moves, True, len(result.moves)
+    if not moves or len(moves) > config.max_moves:
+        return None
+    level = Level(rows, cols, bytes(walls), targets, boxes, player, moves, optimal, low)
+    return level, low >= config.difficulty
+
+
+def _constructed_level(config: SokobanConfig) -> Level:
+    """A level that always exists (see ``config.box_capacity``): boxes one push from targets, open room."""
+    rows, cols, n = config.rows, config.cols, config.num_boxes
+    walls = bytearray(b"\x01") * (rows * cols)
+    for r in range(1, rows - 1):
+        for c in range(1, cols - 1):
+            walls[r * cols + c] = 0
+    inner_rows, inner_cols = rows - 2, cols - 2
+    along_rows = (inner_rows - 1) * (inner_cols // 3) >= (inner_cols - 1) * (inner_rows // 3)
+    lane_len = inner_cols if along_rows else inner_rows
+
+    def cell(lane: int, pos: int) -> int:  # lane 0 is the free corridor; pos counts from 1 along the lane
+        return (lane + 1) * cols + pos if along_rows else pos * cols + lane + 1
+
+    per_lane = lane_len // 3
+    targets, boxes = [], []
+    for k in range(n):
+        lane, unit = 1 + k // per_lane, k % per_lane
+        targets.append(cell(lane, 1 + 3 * unit))
+        boxes.append(cell(lane, 2 + 3 * unit))
+    walls = bytes(walls)
+    player = cell(0, 1)
+    moves = _push_each(walls, cols, player, boxes, targets)
+    tgt, bxs = tuple(sorted(targets)), tuple(sorted(boxes))
+    pushes = push_distances(walls, cols, tgt)
+    return Level(rows, cols, walls, tgt, bxs, player, moves, False, lower_bound(cols, pushes, player, bxs), True)
+
+
+def _push_each(walls: bytes, cols: int, player: int, boxes: list[int], targets: list[int]) -> tuple[int, ...]:
+    """Walk behind each box of the constructed level and push it onto the target next to it."""
+    steps = offsets(cols)
+    box_set = set(boxes)
+    moves: list[int] = []
+    for box, target in zip(boxes, targets):
+        direction = steps.index(target - box)
+        behind = box - steps[direction]
+        moves.extend(_walk(walls, steps, box_set, player, behind) or [])
+        moves.append(direction)
+        box_set.discard(box)
+        box_set.add(target)
+        player = box
+    return tuple(moves)
+
+
+def generate_level(rng, config: SokobanConfig) -> Level:
+    """A solvable level drawn from ``rng`` (a ``numpy.random.Generator``); see the module docstring."""
+    u = _Uniforms(rng)
+    best: Level | None = None
+    for _ in range(config.max_attempts):
+        walls = carve_room(config.rows, config.cols, u)
+        found = _candidate(walls, config, u)
+        if found is None:
+            continue
+        level, meets = found
+        if meets and is_solution(level, level.solution):
+            return level
+        if best is None or level.lower_bound > best.lower_bound:
+            best = level
+    if best is not None and is_solution(best, best.solution):
+        return Level(**{**best.__dict__, "fallback": True})
+    level = _constructed_level(config)
+    if not is_solution(level, level.solution):
+        raise RuntimeError(f"internal error: the constructed Sokoban level for {config} does not verify")
+    return level

@@ -1,0 +1,73 @@
+"""Text rendering of a Sokoban board: RAGEN's grid symbols plus its coordinate listing (``grid_coord``).
+
+The grid is kept as a list of characters (rows separated by newline entries) so that a move, which
+changes at most three cells, updates three list items instead of redrawing the board.
+"""
+
+from __future__ import annotations
+
+WALL, FLOOR, TARGET, BOX, BOX_ON_TARGET, PLAYER, PLAYER_ON_TARGET = "#", "_", "O", "X", "√", "P", "S"
+SYMBOL_MEANINGS = (
+    (WALL, "wall"),
+    (FLOOR, "empty floor"),
+    (TARGET, "target"),
+    (BOX, "box"),
+    (BOX_ON_TARGET, "box on a target"),
+    (PLAYER, "you (the player)"),
+    (PLAYER_ON_TARGET, "you standing on a target"),
+)
+
+
+def symbol(walls: bytes, targets: frozenset[int], boxes: set[int] | frozenset[int], player: int, cell: int) -> str:
+    """The grid character of one cell."""
+    if walls[cell]:
+        return WALL
+    on_target = cell in targets
+    if cell == player:
+        return PLAYER_ON_TARGET if on_target else PLAYER
+    if cell in boxes:
+        return BOX_ON_TARGET if on_target else BOX
+    return TARGET if on_target else FLOOR
+
+
+def grid_chars(
+    rows: int, cols: int, walls: bytes, targets: frozenset[int], boxes: set[int] | frozenset[int], player: int
+) -> list[str]:
+    """The grid as characters; cell ``i`` sits at ``char_index(i, cols)``, rows are separated by ``"\\n"``."""
+    chars = []
+    for r in range(rows):
+        if r:
+            chars.append("\n")
+        chars.extend(symbol(walls, targets, boxes, player, r * cols + c) for c in range(cols))
+    return chars
+
+
+def char_index(cell: int, cols: int) -> int:
+    """Position of a cell's character in :func:`grid_chars`."""
+    return cell + cell // cols
+
+
+def coordinate(cell: int, cols: int) -> str:
+    """``(row, col)``, zero-indexed from the top-left corner."""
+    r, c = divmod(cell, cols)
+    return f"({r}, {c})"
+
+
+def observation_text(rows: int, cols: int, targets_line: str, boxes: list[int], player: int, grid: str) -> str:
+    """RAGEN's ``grid_coord`` observation: board size, target/box/player coordinates, then the grid."""
+    box_line = ", ".join(coordinate(b, cols) for b in boxes)
+    return (
+        f"Board size: {rows} rows x {cols} cols (zero-indexed).\n"
+        f"Targets: {targets_line}\n"
+        f"Boxes: {box_line}\n"
+        f"Player: {coordinate(player, cols)}\n"
+        f"Grid Map:\n{grid}"
+    )
+
+
+def render_board(rows: int, cols: int, walls: bytes, targets, boxes, player: int) -> str:
+    """The full observation of a state, drawn from scratch (the env updates its grid incrementally)."""
+    target_set = frozenset(targets)
+    grid = "".join(grid_chars(rows, cols, walls, target_set, set(boxes), player))
+    targets_line = ", ".join(coordinate(t, cols) for t in sorted(target_set))
+    return observation_text(rows, cols, targets_line, sorted(boxes), player, grid)
