@@ -1,0 +1,231 @@
+"""Packing a harness run into a submission archive, and reading one back without trusting it.
+
+``pack_run`` writes a deterministic ``.ragen.tar.gz`` (sorted members, mtime 0, uid/gid 0, mode 0644).
+
+``read_archive`` never extracts to disk: it streams the gzip'd tar once, keeps the members in memory, and
+stops at the first thing a submission may not contain: absolute paths, ``..``, backslashes or NULs in a
+name, links (symbolic or hard), devices, FIFOs, directories or any non-regular member, duplicate or
+unexpected names, more than ``max_members`` members, a member over ``max_member_bytes``, or more than
+``max_total_bytes`` decompressed (counted on the decompressed stream itself, so a decompression bomb is
+cut off after at most that many bytes, whatever its headers claim). A truncated or corrupt archive is
+reported as such.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import tarfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from leaderboard.schema import (
+    MANIFEST,
+    METADATA,
+    RUN_FILES_OPTIONAL,
+    RUN_FILES_REQUIRED,
+    SubmissionMetadata,
+    allowed_member,
+    build_manifest,
+)
+
+SUFFIX = ".ragen.tar.gz"
+
+
+class ArchiveError(ValueError):
+    """The archive is unsafe or malformed; the message says why."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps applied while reading an archive (defaults fit the official suite with a wide margin)."""
+
+    max_archive_bytes: int = 256 << 20
+    """Compressed size of the file on disk."""
+    max_total_bytes: int = 512 << 20
+    """Decompressed bytes read from the stream, tar headers included."""
+    max_member_bytes: int = 384 << 20
+    max_members: int = 64
+
+
+class _CappedReader(io.RawIOBase):
+    """A read-only stream that raises :class:`ArchiveError` once more than ``cap`` bytes have been read."""
+
+    def __init__(self, inner: Any, cap: int) -> None:
+        self.inner, self.cap, self.count = inner, cap, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            size = self.cap + 1 - self.count
+        data = self.inner.read(min(size, self.cap + 1 - self.count))
+        self.count += len(data)
+        if self.count > self.cap:
+            raise ArchiveError(f"archive decompresses to more than {self.cap:,} bytes (limit); refusing it")
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _check_name(name: str) -> None:
+    if not name or "\x00" in name or "\\" in name:
+        raise ArchiveError(f"archive member {name!r} has an invalid name")
+    if name.startswith("/") or PurePosixPath(name).is_absolute():
+        raise ArchiveError(f"archive member {name!r} has an absolute path")
+    if ".." in PurePosixPath(name).parts:
+        raise ArchiveError(f"archive member {name!r} contains '..'")
+    if not allowed_member(name):
+        raise ArchiveError(f"archive member {name!r} is not part of the submission format")
+
+
+def _check_kind(member: tarfile.TarInfo) -> None:
+    if member.issym():
+        raise ArchiveError(f"archive member {member.name!r} is a symbolic link (to {member.linkname!r})")
+    if member.islnk():
+        raise ArchiveError(f"archive member {member.name!r} is a hard link (to {member.linkname!r})")
+    if member.isdev() or member.ischr() or member.isblk() or member.isfifo():
+        raise ArchiveError(f"archive member {member.name!r} is a device or FIFO")
+    if not member.isfile():
+        raise ArchiveError(f"archive member {member.name!r} is not a regular file")
+
+
+def read_archive(path: str | Path, limits: Limits | None = None) -> dict[str, bytes]:
+    """Every member of the submission at ``path`` as ``{name: bytes}``; :class:`ArchiveError` if unsafe or broken."""
+    limits = limits or Limits()
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ArchiveError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if size > limits.max_archive_bytes:
+        raise ArchiveError(f"archive is {size:,} bytes, over the {limits.max_archive_bytes:,}-byte limit")
+    members: dict[str, bytes] = {}
+    total_declared = 0
+    try:
+        with path.open("rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
+            capped = io.BufferedReader(_CappedReader(unzipped, limits.max_total_bytes), buffer_size=1 << 16)
+            with tarfile.open(fileobj=capped, mode="r|") as tar:
+                for member in tar:
+                    if len(members) >= limits.max_members:
+                        raise ArchiveError(f"archive has more than {limits.max_members} members (limit)")
+                    _check_name(member.name)
+                    _check_kind(member)
+                    if member.name in members:
+                        raise ArchiveError(f"archive member {member.name!r} appears twice")
+                    if member.size > limits.max_member_bytes:
+                        raise ArchiveError(
+                            f"archive member {member.name!r} is {member.size:,} bytes, over the "
+                            f"{limits.max_member_bytes:,}-byte limit"
+                        )
+                    total_declared += member.size
+                    if total_declared > limits.max_total_bytes:
+                        raise ArchiveError(
+                            f"archive decompresses to more than {limits.max_total_bytes:,} bytes (limit); refusing it"
+                        )
+                    handle = tar.extractfile(member)
+                    data = handle.read() if handle is not None else b""
+                    if len(data) != member.size:
+                        raise ArchiveError(f"archive is truncated inside member {member.name!r}")
+                    members[member.name] = data
+    except ArchiveError:
+        raise
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
+        raise ArchiveError(f"archive is truncated or corrupt ({type(exc).__name__}: {exc})") from None
+    if not members:
+        raise ArchiveError("archive is empty")
+    return members
+
+
+def _tar_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode, info.uid, info.gid = len(data), 0, 0o644, 0, 0
+    info.uname = info.gname = ""
+    tar.addfile(info, io.BytesIO(data))
+
+
+def write_archive(out: str | Path, files: dict[str, bytes]) -> Path:
+    """Write ``files`` plus their manifest as a deterministic tar.gz at ``out``."""
+    out = Path(out)
+    members = {name: data for name, data in files.items() if name != MANIFEST}
+    members[MANIFEST] = build_manifest(members)
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w|") as tar:
+        for name in [MANIFEST, *sorted(n for n in members if n != MANIFEST)]:
+            _tar_member(tar, name, members[name])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".part")
+    tmp.write_bytes(buffer.getvalue())
+    tmp.replace(out)
+    return out
+
+
+def run_files(run_dir: str | Path) -> dict[str, bytes]:
+    """The files of a harness run folder that go into a submission (required ones must exist)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ValueError(f"run folder {run_dir} does not exist")
+    files: dict[str, bytes] = {}
+    for name in RUN_FILES_REQUIRED:
+        if not (run_dir / name).is_file():
+            raise ValueError(f"run folder {run_dir} has no {name}: is it a finished harness run?")
+        files[name] = (run_dir / name).read_bytes()
+    for name in RUN_FILES_OPTIONAL:
+        if (run_dir / name).is_file():
+            files[name] = (run_dir / name).read_bytes()
+    for png in sorted(run_dir.glob("*.png")) + sorted(run_dir.glob("plots/*.png")):
+        name = png.relative_to(run_dir).as_posix()
+        if allowed_member(name):
+            files[name] = png.read_bytes()
+    return files
+
+
+def pack_run(
+    run_dir: str | Path,
+    out: str | Path,
+    *,
+    model_name: str,
+    org: str,
+    parameters: str = "unknown",
+    weights: str = "closed",
+    contact: str,
+    date: str | None = None,
+    notes: str = "",
+) -> Path:
+    """Pack the finished suite run at ``run_dir`` into the submission ``out``; return its path.
+
+    Package version, git commit, agent and suite are taken from the run's ``config.json``; the run must
+    have been made on a suite (``harness run … --suite official``).
+    """
+    import datetime as dt
+
+    from leaderboard.records import run_identity
+
+    files = run_files(run_dir)
+    try:
+        config = json.loads(files["config.json"])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{run_dir}/config.json is not valid JSON: {exc}") from None
+    identity = run_identity(config)
+    metadata = SubmissionMetadata(
+        model_name=model_name,
+        org=org,
+        parameters=parameters,
+        weights=weights,
+        contact=contact,
+        date=date or dt.date.today().isoformat(),
+        notes=notes,
+        **identity,
+    )
+    files[METADATA] = (json.dumps(metadata.to_dict(), indent=2, sort_keys=True) + "\n").encode()
+    out = Path(out)
+    if not out.name.endswith(SUFFIX):
+        raise ValueError(f"the submission file name must end with {SUFFIX}, got {out.name!r}")
+    return write_archive(out, files)

@@ -1,0 +1,286 @@
+"""Verification: unpack a submission safely, check it is complete and untampered, and replay every episode.
+
+Replay re-creates each env at the recorded id and kwargs, resets it with the recorded seed and feeds the
+recorded responses turn by turn; every observation, reward, ``terminated``/``truncated`` flag and
+``success`` must equal the record exactly (strings byte for byte, floats bit for bit), and the episode
+must end exactly where the record ends. Our envs are deterministic given the seed, so an honest record
+always replays; an edited one does not.
+
+Around the replay: the archive is well-formed and safe (:mod:`leaderboard.pack`), the manifest hashes
+match, the metadata is complete, the suite is a known one (and its env versions are the registered ones),
+the episodes are exactly the split's (env, seed, sample) triples — none missing, extra or duplicated —
+and the run's summary equals the one recomputed from the replayed episodes. Collapse metrics (MI,
+entropy) need the model, so they are carried as *self-reported*.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from leaderboard.pack import ArchiveError, Limits, read_archive
+from leaderboard.records import EpisodeRecord, RecordError, iter_episode_lines, parse_episode, run_identity
+from leaderboard.schema import METADATA, SubmissionMetadata, check_manifest
+from leaderboard.suite import Episode, Suite, env_version, find_suite
+from leaderboard.summary import compare_summaries, recompute_summary, self_reported_metrics
+
+MAX_LISTED = 200
+"""Problems of one kind beyond this many are counted, not listed (a 10,000-episode forgery stays readable)."""
+
+
+@dataclass
+class Report:
+    """The outcome of :func:`verify`: ``ok`` exactly when ``problems`` is empty."""
+
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        if self.ok:
+            return "verified"
+        return "rejected:\n" + "\n".join(f"  - {problem}" for problem in self.problems)
+
+
+class _Problems(list):
+    """A list of problem strings that caps how many of one kind it keeps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[str] = Counter()
+
+    def add(self, kind: str, message: str) -> None:
+        self.counts[kind] += 1
+        if self.counts[kind] <= MAX_LISTED:
+            self.append(message)
+
+    def close(self) -> list[str]:
+        out = list(self)
+        for kind, count in sorted(self.counts.items()):
+            if count > MAX_LISTED:
+                out.append(f"… and {count - MAX_LISTED} more problem(s) of kind {kind!r}")
+        return out
+
+
+def _load_json(members: dict[str, bytes], name: str, problems: _Problems) -> Any:
+    try:
+        return json.loads(members[name])
+    except KeyError:
+        problems.add("format", f"archive has no {name}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        problems.add("format", f"{name} is malformed JSON: {exc}")
+    return None
+
+
+class Replayer:
+    """Replays episode records; keeps one env per (id, kwargs) and reuses it across seeds."""
+
+    def __init__(self) -> None:
+        self._envs: dict[str, Any] = {}
+
+    def _env(self, env_id: str, kwargs: dict[str, Any]) -> Any:
+        key = env_id + json.dumps(kwargs, sort_keys=True)
+        env = self._envs.get(key)
+        if env is None:
+            import gymnasium as gym
+
+            import ragen_envs  # noqa: F401  (registers the ids)
+
+            env = self._envs[key] = gym.make(env_id, **kwargs)
+        return env
+
+    def replay(self, record: EpisodeRecord) -> str | None:
+        """None when ``record`` replays exactly, else the first difference, naming the episode and turn."""
+        name = record.name
+        try:
+            env = self._env(record.env_id, record.env_kwargs)
+        except Exception as exc:  # an unknown id or bad kwargs in a hostile record must not crash verify
+            return f"{name}: cannot create the env ({type(exc).__name__}: {exc})"
+        observation, info = env.reset(seed=record.seed)
+        if observation != record.initial_observation:
+            return f"{name}: the initial observation differs from the env's for this seed"
+        done = False
+        for index, turn in enumerate(record.turns, start=1):
+            if done:
+                return f"{name}: turn {index} was recorded after the episode ended at turn {index - 1}"
+            observation, reward, terminated, truncated, info = env.step(turn.response)
+            where = f"{name} turn {index}"
+            if observation != turn.observation:
+                return f"{where}: the observation differs from the replay"
+            if reward != turn.reward or math.copysign(1.0, reward) != math.copysign(1.0, turn.reward):
+                return f"{where}: recorded reward {turn.reward!r}, replay gives {reward!r}"
+            if terminated != turn.terminated or truncated != turn.truncated:
+                return (
+                    f"{where}: recorded terminated={turn.terminated} truncated={turn.truncated}, "
+                    f"replay gives terminated={terminated} truncated={truncated}"
+                )
+            if bool(info.get("success")) != turn.success:
+                return f"{where}: recorded success={turn.success}, replay gives {bool(info.get('success'))}"
+            done = terminated or truncated
+        if not done:
+            return f"{name}: the record ends after {len(record.turns)} turn(s) but the episode had not ended"
+        final = bool(info.get("success"))
+        if record.success != final:
+            return f"{name}: recorded final success={record.success}, replay gives {final}"
+        return None
+
+    def close(self) -> None:
+        for env in self._envs.values():
+            env.close()
+        self._envs.clear()
+
+
+def check_env_versions(suite: Suite, registered: Iterable[str]) -> list[str]:
+    """Problems when a suite env is not registered here, or a newer version of it is."""
+    registered = set(registered)
+    latest: dict[str, int] = {}
+    for env_id in registered:
+        try:
+            base, version = env_id.rsplit("-v", 1)[0], env_version(env_id)
+        except ValueError:
+            continue
+        latest[base] = max(latest.get(base, -1), version)
+    problems = []
+    for env_id in suite.env_ids:
+        base = env_id.rsplit("-v", 1)[0]
+        if env_id not in registered:
+            problems.append(f"suite {suite.label} needs {env_id}, which this ragen-envs does not register")
+        elif latest.get(base, -1) > env_version(env_id):
+            problems.append(
+                f"suite {suite.label} uses {env_id} but {base}-v{latest[base]} is the current version: "
+                "the suite needs a new version"
+            )
+    return problems
+
+
+def verify(
+    path: str | Path,
+    *,
+    secret: bytes | None = None,
+    suite: Suite | None = None,
+    limits: Limits | None = None,
+) -> Report:
+    """Verify the submission archive at ``path``; see the module docstring for every check.
+
+    ``suite`` overrides the lookup of the built-in suite the metadata names (its fingerprint must still
+    match); ``secret`` is the maintainer's secret, needed for a hidden-split submission.
+    """
+    problems = _Problems()
+    try:
+        members = read_archive(path, limits)
+    except ArchiveError as exc:
+        return Report(ok=False, problems=[str(exc)])
+
+    for problem in check_manifest(members):
+        problems.add("manifest", problem)
+    raw_meta = _load_json(members, METADATA, problems)
+    metadata = None
+    if raw_meta is not None:
+        try:
+            metadata = SubmissionMetadata.from_dict(raw_meta)
+        except (ValueError, TypeError) as exc:
+            problems.add("metadata", f"{METADATA}: {exc}")
+    config = _load_json(members, "config.json", problems)
+    summary_doc = _load_json(members, "summary.json", problems)
+    if metadata is None or config is None:
+        return Report(ok=False, problems=problems.close())
+
+    # ---- which split this must be ----------------------------------------------------------------------
+    try:
+        identity = run_identity(config)
+    except ValueError as exc:
+        problems.add("config", f"config.json: {exc}")
+        return Report(ok=False, problems=problems.close())
+    for key, value in identity.items():
+        if getattr(metadata, key) != value:
+            problems.add(
+                "metadata", f"{METADATA}: {key} {getattr(metadata, key)!r} disagrees with config.json ({value!r})"
+            )
+    if suite is None:
+        suite = find_suite(metadata.suite, metadata.suite_version)
+        if suite is None:
+            problems.add("suite", f"unknown suite {metadata.suite}-{metadata.suite_version}: not a leaderboard suite")
+            return Report(ok=False, problems=problems.close())
+    if (metadata.suite, metadata.suite_version) != (suite.name, suite.version):
+        problems.add("suite", f"submission is for suite {metadata.suite}-{metadata.suite_version}, not {suite.label}")
+    if metadata.suite_fingerprint != suite.fingerprint():
+        problems.add("suite", f"the run's suite definition differs from {suite.label} (fingerprint mismatch)")
+    import ragen_envs
+
+    for problem in check_env_versions(suite, ragen_envs.registered_ids()):
+        problems.add("version", problem)
+    try:
+        expected = list(suite.episodes(metadata.split, secret))
+    except ValueError as exc:
+        problems.add("split", str(exc))
+        return Report(ok=False, problems=problems.close())
+
+    # ---- the episodes: parse, match against the split, replay --------------------------------------------
+    records: list[EpisodeRecord] = []
+    for number, obj, error in iter_episode_lines(members.get("episodes.jsonl", b"")):
+        if error:
+            problems.add("json", error)
+            continue
+        try:
+            records.append(parse_episode(number, obj))
+        except RecordError as exc:
+            problems.add("record", str(exc))
+    expected_set = Counter(expected)
+    seen: Counter[Episode] = Counter()
+    replayer = Replayer()
+    try:
+        for record in records:
+            key = Episode(record.env_id, record.seed, record.sample)
+            seen[key] += 1
+            if key not in expected_set:
+                if record.env_id not in suite.env_ids:
+                    base = record.env_id.rsplit("-v", 1)[0]
+                    same = [e for e in suite.env_ids if e.rsplit("-v", 1)[0] == base]
+                    why = f"wrong env version (suite has {same[0]})" if same else "env not in the suite"
+                    problems.add("extra", f"{record.name}: {why}")
+                else:
+                    problems.add("extra", f"{record.name}: not in the {metadata.split} split of {suite.label}")
+                continue
+            if seen[key] > 1:
+                problems.add("duplicate", f"{record.name}: duplicated (episode already recorded)")
+                continue
+            entry_kwargs = suite.entry(record.env_id).kwargs
+            if record.env_kwargs != entry_kwargs:
+                problems.add(
+                    "kwargs", f"{record.name}: env kwargs {record.env_kwargs} differ from the suite's {entry_kwargs}"
+                )
+                continue
+            mismatch = replayer.replay(record)
+            if mismatch:
+                problems.add("replay", mismatch)
+    finally:
+        replayer.close()
+    for key in expected:
+        if seen[key] == 0:
+            problems.add("missing", f"episode {key}: missing from episodes.jsonl")
+
+    # ---- the summary --------------------------------------------------------------------------------------
+    unique = {}
+    for record in records:
+        unique.setdefault((record.env_id, record.seed, record.sample), record)
+    recomputed = recompute_summary(list(unique.values()), suite)
+    if summary_doc is not None:
+        for problem in compare_summaries(summary_doc, list(unique.values())):
+            problems.add("summary", problem)
+    report_summary = {
+        "metadata": metadata.to_dict(),
+        "suite": suite.label,
+        "split": metadata.split,
+        "episodes": len(records),
+        "envs": recomputed["envs"],
+        "overall": recomputed["overall"],
+        "self_reported": self_reported_metrics(summary_doc) if summary_doc is not None else {},
+        "has_report": "report.md" in members,
+    }
+    final = problems.close()
+    return Report(ok=not final, problems=final, summary=report_summary)
