@@ -56,7 +56,7 @@ With ``slip == 0`` the oracle walks a shortest safe path (read off the BFS layer
 the default arguments: every map's shortest path fits the action budget. With ``slip > 0`` no policy can
 always succeed; the oracle then plays the response that maximises the probability of reaching the goal in
 the turns left, found by finite-horizon value iteration over every sequence of 1..``max_actions_per_turn``
-moves (a response is committed before the slips are seen).
+moves (at most 3; a response is committed before the slips are seen).
 
 ## Arguments
 ``size`` in [2, 16] (4), ``frozen_prob`` in [0, 1] (0.9), ``slip`` in [0, 1] (0.0), ``max_turns`` (5),
@@ -73,7 +73,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -109,24 +109,17 @@ class FrozenLakeConfig:
         check_range("max_path_length", self.max_path_length, 1, integer=True)
 
 
-@dataclass(frozen=True)
-class LakeMap:
-    """One generated map. Cells are numbered ``row * size + col``; ``holes`` is a bitmask over cells."""
+class LakeMap(NamedTuple):
+    """One generated map (immutable). Cells are numbered ``row * size + col``."""
 
     size: int
     start: int
     goal: int
     holes: int
-    layers: tuple[int, ...]
-    """``layers[d]`` is the bitmask of cells whose shortest safe path to the goal has ``d`` moves."""
-
-    @property
-    def shortest_path_length(self) -> int:
-        """Moves on a shortest safe path from the start to the goal."""
-        return distance_to_goal(self, self.start)
-
-    def hole_cells(self) -> list[int]:
-        return [cell for cell in range(self.size * self.size) if self.holes >> cell & 1]
+    """Bitmask over cells: bit ``cell`` is set when the cell is a hole."""
+    hole_cells: tuple[int, ...]
+    shortest_path_length: int
+    """Moves on a shortest safe path from the start to the goal (proven by BFS)."""
 
 
 # ---- pure rules ---------------------------------------------------------------------------------------------
@@ -151,25 +144,49 @@ def _shift_masks(size: int) -> tuple[int, int, int]:
     return full, full & ~first, full & ~last
 
 
-def bfs_layers(size: int, holes: int, goal: int) -> tuple[int, ...]:
-    """Breadth-first search from ``goal`` over non-hole cells, as bitmask layers by distance."""
+@cache
+def _column_bands(size: int) -> tuple[int, ...]:
+    """``bands[lo * size + hi]``: the bitmask of the cells in columns ``lo..hi``."""
+    column = sum(1 << (row * size) for row in range(size))
+    return tuple(sum(column << c for c in range(lo, hi + 1)) for lo in range(size) for hi in range(size))
+
+
+def _rectangle(size: int, a: int, b: int) -> int:
+    """The bitmask of the cells in the rectangle spanned by cells ``a`` and ``b``."""
+    (r0, c0), (r1, c1) = divmod(a, size), divmod(b, size)
+    if r0 > r1:
+        r0, r1 = r1, r0
+    if c0 > c1:
+        c0, c1 = c1, c0
+    rows = ((1 << (r1 + 1) * size) - 1) ^ ((1 << r0 * size) - 1)
+    return rows & _column_bands(size)[c0 * size + c1]
+
+
+def bfs_layers(size: int, holes: int, goal: int, stop: int = -1, limit: int = -1) -> tuple[int, ...]:
+    """Breadth-first search from ``goal`` over non-hole cells, as bitmask layers by distance.
+
+    ``layers[d]`` holds the cells whose shortest safe path to the goal has ``d`` moves. The search ends early
+    once it reaches cell ``stop`` or after ``limit`` layers (when those are given).
+    """
     full, not_first, not_last = _shift_masks(size)
     free = full & ~holes
     seen = frontier = 1 << goal
+    target = 1 << stop if stop >= 0 else 0
     layers = [frontier]
-    while True:
+    while not frontier & target and len(layers) != limit + 1:
         grown = ((frontier >> 1) & not_last) | ((frontier << 1) & not_first) | (frontier >> size) | (frontier << size)
         frontier = grown & free & ~seen
         if not frontier:
-            return tuple(layers)
+            break
         seen |= frontier
         layers.append(frontier)
+    return tuple(layers)
 
 
-def distance_to_goal(lake: LakeMap, cell: int) -> int:
-    """Moves on a shortest safe path from ``cell`` to the goal, or -1 when there is none."""
+def distance_to_goal(layers: tuple[int, ...], cell: int) -> int:
+    """The index of the BFS layer holding ``cell``: its moves to the goal, or -1 when it cannot get there."""
     bit = 1 << cell
-    for distance, layer in enumerate(lake.layers):
+    for distance, layer in enumerate(layers):
         if layer & bit:
             return distance
     return -1
@@ -190,34 +207,40 @@ def generate_map(rng: np.random.Generator, config: FrozenLakeConfig) -> LakeMap:
 
     Bounded: at most ``MAX_TRIES`` draws, then a deterministic repair of the last one.
     """
-    size, cells = config.size, config.size * config.size
+    size, cells, budget = config.size, config.size * config.size, config.max_path_length
     hole_prob = 1.0 - config.frozen_prob
-    start = goal = holes = 0
+    start = goal = 0
+    hole_cells: list[int] = []
     for _ in range(MAX_TRIES):
-        draws = rng.random(cells + 2)  # one call per try: hole coins, then start and goal
+        draws = rng.random(cells + 2).tolist()  # one call per try: a coin per cell, then start and goal
         start = int(draws[cells] * cells)
         goal = int(draws[cells + 1] * (cells - 1))
         goal += goal >= start  # uniform over the other cells: start != goal without a retry
-        holes = int.from_bytes(np.packbits(draws[:cells] < hole_prob, bitorder="little").tobytes(), "little")
-        holes &= ~((1 << start) | (1 << goal))
-        layers = bfs_layers(size, holes, goal)
-        lake = LakeMap(size, start, goal, holes, layers)
-        if 0 <= distance_to_goal(lake, start) <= config.max_path_length:
-            return lake
-    path = _l_path(size, start, goal)[: config.max_path_length + 1]
+        hole_cells = [cell for cell in range(cells) if draws[cell] < hole_prob and cell != start and cell != goal]
+        holes = 0
+        for cell in hole_cells:
+            holes |= 1 << cell
+        if holes and holes & _rectangle(size, start, goal):
+            distance = distance_to_goal(bfs_layers(size, holes, goal, stop=start, limit=budget), start)
+        else:  # no hole between start and goal: a monotone path has the Manhattan length, no search needed
+            distance = abs(start // size - goal // size) + abs(start % size - goal % size)
+        if 0 <= distance <= budget:
+            return LakeMap(size, start, goal, holes, tuple(hole_cells), distance)
+    path = _l_path(size, start, goal)[: budget + 1]
     goal = path[-1]
-    for cell in path:
-        holes &= ~(1 << cell)
-    return LakeMap(size, start, goal, holes, bfs_layers(size, holes, goal))
+    hole_cells = [cell for cell in hole_cells if cell not in path]
+    holes = sum(1 << cell for cell in hole_cells)
+    distance = distance_to_goal(bfs_layers(size, holes, goal, stop=start), start)
+    return LakeMap(size, start, goal, holes, tuple(hole_cells), distance)
 
 
-def shortest_actions(lake: LakeMap, cell: int, limit: int) -> list[int]:
-    """Up to ``limit`` actions of a shortest safe path from ``cell`` (empty if the goal is unreachable)."""
+def shortest_actions(lake: LakeMap, layers: tuple[int, ...], cell: int, limit: int) -> list[int]:
+    """Up to ``limit`` actions of a shortest safe path from ``cell``, given the map's full ``bfs_layers``."""
     table = move_table(lake.size)
-    distance = distance_to_goal(lake, cell)
+    distance = distance_to_goal(layers, cell)
     actions: list[int] = []
     while distance > 0 and len(actions) < limit:
-        closer = lake.layers[distance - 1]
+        closer = layers[distance - 1]
         for action in range(4):
             nxt = table[cell * 4 + action]
             if closer >> nxt & 1:
@@ -242,36 +265,69 @@ def _transition_matrices(lake: LakeMap, slip: float) -> np.ndarray:
     return matrices
 
 
-def success_policy(lake: LakeMap, slip: float, turns: int, per_turn: int) -> tuple[tuple[tuple[int, ...], ...], ...]:
+MAX_PLANNED_MOVES = 3
+"""With slip > 0 the oracle commits to at most this many moves per turn (4 + 16 + 64 candidate sequences)."""
+
+
+def success_policy(
+    lake: LakeMap, slip: float, turns: int, per_turn: int
+) -> tuple[tuple[tuple[tuple[int, ...], ...], ...], np.ndarray]:
     """Finite-horizon value iteration over committed move sequences.
 
-    Returns ``policy[t][cell]``: the sequence of 1..``per_turn`` actions that maximises the probability of
-    reaching the goal when ``t + 1`` turns are left.
+    Returns ``(policy, value)``: ``policy[t][cell]`` is the sequence of 1..``min(per_turn, 3)`` actions that
+    maximises the probability of reaching the goal when ``t + 1`` turns are left, and ``value[t, cell]`` is
+    that probability.
     """
     step = _transition_matrices(lake, slip)
     sequences: list[tuple[int, ...]] = []
     products: list[np.ndarray] = []
     frontier = [((a,), step[a]) for a in range(4)]
-    for _ in range(per_turn):
+    for length in range(1, min(per_turn, MAX_PLANNED_MOVES) + 1):
+        if length > 1:
+            frontier = [(seq + (a,), matrix @ step[a]) for seq, matrix in frontier for a in range(4)]
         sequences += [seq for seq, _ in frontier]
         products += [matrix for _, matrix in frontier]
-        frontier = [(seq + (a,), matrix @ step[a]) for seq, matrix in frontier for a in range(4)]
-    stacked = np.stack(products)  # (Q, S, S): one matrix per sequence
+    stacked = np.stack(products)  # (Q, S, S): one transition matrix per sequence
     value = np.zeros(lake.size * lake.size)
     value[lake.goal] = 1.0
-    policy = []
+    policy, values = [], []
     for _ in range(turns):
         # Rounded so that float noise cannot flip a tie between platforms; argmax takes the first best.
         q_values = np.round(stacked @ value, 12)  # (Q, S)
         best = q_values.argmax(axis=0)
         policy.append(tuple(sequences[int(q)] for q in best))
         value = q_values.max(axis=0)
-    return tuple(policy)
+        values.append(value)
+    return tuple(policy), np.stack(values)
 
 
-def _cell_text(size: int, cell: int) -> str:
-    row, col = divmod(cell, size)
-    return f"({row}, {col})"
+@cache
+def cell_texts(size: int) -> tuple[str, ...]:
+    """``"(row, col)"`` for every cell of a board, formatted once per size."""
+    return tuple(f"({cell // size}, {cell % size})" for cell in range(size * size))
+
+
+@cache
+def _blank_grid(size: int) -> tuple[str, ...]:
+    """An all-ice grid as characters, one ``"\n"`` after every row but the last: cell ``c`` is at ``c + c // size``."""
+    row = ["_"] * size
+    return tuple((row + ["\n"]) * (size - 1) + row)
+
+
+def render_frame(lake: LakeMap) -> tuple[str, str, str]:
+    """The parts of a map's text that do not depend on the player: (lines above the player line, lines
+    between it and the grid, the grid without the player)."""
+    size, names = lake.size, cell_texts(lake.size)
+    head = (
+        f"Coordinates:\nBoard size: {size} rows x {size} cols (zero-indexed).\n"
+        f"Start: {names[lake.start]}\nGoal: {names[lake.goal]}\n"
+    )
+    grid = list(_blank_grid(size))
+    for cell in lake.hole_cells:
+        grid[cell + cell // size] = "O"
+    grid[lake.goal + lake.goal // size] = "G"
+    middle = "Holes: " + ", ".join(names[cell] for cell in lake.hole_cells) + "\n" if lake.hole_cells else ""
+    return head, middle + "Grid Map:\n", "".join(grid)
 
 
 def check_known_arguments(env_name: str, unknown: dict[str, Any], allowed: tuple[str, ...]) -> None:
@@ -322,7 +378,7 @@ class FrozenLakeEnv(TextEnv):
         )
         self.config = FrozenLakeConfig(size, frozen_prob, slip, max_turns * max_actions_per_turn)
         self._table = move_table(size)
-        self._static_instructions = ""
+        self._system_prompt: str | None = None
         self.lake: LakeMap | None = None
         self.player = 0
         self._moves: list[str] = []
@@ -330,9 +386,17 @@ class FrozenLakeEnv(TextEnv):
 
     def _clear_caches(self) -> None:
         self._terminal = 0  # holes | goal, as a bitmask
-        self._frame: tuple[str, str, list[str]] = ("", "", [])
+        self._frame: tuple[str, str, str] | None = None
         self._observations: dict[int, str] = {}
+        self._layers: tuple[int, ...] | None = None
         self._policy: tuple | None = None
+
+    @property
+    def instructions(self) -> str:
+        # The rules depend on the config only, so the system prompt is built once per env, not per reset.
+        if self._system_prompt is None:
+            self._system_prompt = TextEnv.instructions.fget(self)
+        return self._system_prompt
 
     # ---- hooks ------------------------------------------------------------------------------------------
     def _generate(self) -> None:
@@ -343,58 +407,40 @@ class FrozenLakeEnv(TextEnv):
         self._moves = []
 
     def _instructions(self) -> str:
-        if not self._static_instructions:
-            c, n = self.config, self.config.size
-            slip_line = (
-                f"The ice is slippery: a move goes the intended way with probability {1 - c.slip:g}, otherwise to "
-                f"one of the two perpendicular directions.\n"
-                if c.slip > 0
-                else ""
-            )
-            self._static_instructions = (
-                "You are walking on a frozen lake. Reach the goal without falling into a hole.\n"
-                f"The board has {n} rows and {n} columns, zero-indexed as (row, col) from (0, 0) at the top left to "
-                f"({n - 1}, {n - 1}) at the bottom right; Down increases the row, Right increases the column.\n"
-                "Symbols: P player, _ frozen ice, O hole, G goal, X player in a hole, √ player on the goal.\n"
-                "Actions: Left, Down, Right, Up (one cell each; walking into the edge leaves you in place).\n"
-                f"{slip_line}"
-                "Reaching the goal pays 1. Falling into a hole ends the episode with 0.\n"
-                f"You have {self.max_turns} turns and may play up to {self.max_actions_per_turn} actions per turn."
-            )
-        return self._static_instructions
-
-    def _build_frame(self) -> tuple[str, str, list[str]]:
-        lake, n = self.lake, self.config.size
-        head = (
-            f"Coordinates:\nBoard size: {n} rows x {n} cols (zero-indexed).\n"
-            f"Start: {_cell_text(n, lake.start)}\nGoal: {_cell_text(n, lake.goal)}\n"
+        c, n = self.config, self.config.size
+        slip_line = (
+            f"The ice is slippery: a move goes the intended way with probability {1 - c.slip:g}, otherwise to "
+            f"one of the two perpendicular directions.\n"
+            if c.slip > 0
+            else ""
         )
-        holes = lake.hole_cells()
-        middle = ("Holes: " + ", ".join(_cell_text(n, h) for h in holes) + "\n") if holes else ""
-        grid = [["_"] * n for _ in range(n)]
-        for h in holes:
-            grid[h // n][h % n] = "O"
-        grid[lake.goal // n][lake.goal % n] = "G"
-        self._frame = (head, middle + "Grid Map:\n", ["".join(row) for row in grid])
-        return self._frame
+        return (
+            "You are walking on a frozen lake. Reach the goal without falling into a hole.\n"
+            f"The board has {n} rows and {n} columns, zero-indexed as (row, col) from (0, 0) at the top left to "
+            f"({n - 1}, {n - 1}) at the bottom right; Down increases the row, Right increases the column.\n"
+            "Symbols: P player, _ frozen ice, O hole, G goal, X player in a hole, √ player on the goal.\n"
+            "Actions: Left, Down, Right, Up (one cell each; walking into the edge leaves you in place).\n"
+            f"{slip_line}"
+            "Reaching the goal pays 1. Falling into a hole ends the episode with 0.\n"
+            f"You have {self.max_turns} turns and may play up to {self.max_actions_per_turn} actions per turn."
+        )
 
     def _observe(self) -> str:
         player = self.player
         text = self._observations.get(player)
         if text is None:
-            # Incremental render: the map's text is built once per episode; a position changes one row.
-            head, middle, rows = self._frame if self._frame[0] else self._build_frame()
-            lake, n = self.lake, self.config.size
-            row, col = divmod(player, n)
-            if lake.holes >> player & 1:
-                label, symbol = "Player in hole", "X"
-            elif player == lake.goal:
-                label, symbol = "Player on goal", "√"
+            # Incremental render: the map's text is built once per episode; a position only changes the player
+            # line and one character of the grid. Positions seen before come from the cache.
+            if self._frame is None:
+                self._frame = render_frame(self.lake)
+            head, middle, grid = self._frame
+            lake, size = self.lake, self.config.size
+            if self._terminal >> player & 1:
+                label, symbol = ("Player on goal: ", "√") if player == lake.goal else ("Player in hole: ", "X")
             else:
-                label, symbol = "Player", "P"
-            line = rows[row]
-            grid = rows[:row] + [line[:col] + symbol + line[col + 1 :]] + rows[row + 1 :]
-            text = f"{head}{label}: ({row}, {col})\n{middle}" + "\n".join(grid)
+                label, symbol = "Player: ", "P"
+            at = player + player // size
+            text = f"{head}{label}{cell_texts(size)[player]}\n{middle}{grid[:at]}{symbol}{grid[at + 1 :]}"
             self._observations[player] = text
         return text
 
@@ -424,22 +470,24 @@ class FrozenLakeEnv(TextEnv):
         return ACTIONS
 
     def _reset_info(self) -> dict[str, Any]:
-        return {"shortest_path_length": self.lake.shortest_path_length, "slip": self.config.slip}
+        return {"shortest_path_length": self.lake.shortest_path_length}
 
     def _step_info(self) -> dict[str, Any]:
         moves, self._moves = self._moves, []
         return {"moves": moves}
 
     def _oracle(self) -> tuple[str, str]:
-        lake, n, per_turn = self.lake, self.config.size, self.max_actions_per_turn
-        here, goal = _cell_text(n, self.player), _cell_text(n, lake.goal)
+        lake, names, per_turn = self.lake, cell_texts(self.config.size), self.max_actions_per_turn
+        here, goal = names[self.player], names[lake.goal]
         if self.config.slip == 0:
-            actions = shortest_actions(lake, self.player, per_turn)
-            left = distance_to_goal(lake, self.player)
+            if self._layers is None:
+                self._layers = bfs_layers(lake.size, lake.holes, lake.goal)
+            actions = shortest_actions(lake, self._layers, self.player, per_turn)
+            left = distance_to_goal(self._layers, self.player)
             reason = f"I am at {here} and the goal is at {goal}. A shortest safe path takes {left} more moves"
         else:
             if self._policy is None:
-                self._policy = success_policy(lake, self.config.slip, self.max_turns, per_turn)
+                self._policy = success_policy(lake, self.config.slip, self.max_turns, per_turn)[0]
             turns_left = max(self.max_turns - self.turn, 1)
             actions = list(self._policy[turns_left - 1][self.player])
             reason = f"I am at {here} and the goal is at {goal}. On slippery ice these moves are the safest bet"
