@@ -1,0 +1,146 @@
+"""What a run does: :class:`RunConfig` (written to config.json) and the named presets (``baseline``).
+
+Episodes: for each agent and env, ``episodes`` env seeds (``seed_start``, ``seed_start + 1``, …) and
+``samples`` rollouts per seed, all on the *same* env seed (a prompt group: pass@k and the in-group reward
+spread come from it). Every response's sampling seed is derived from the run ``seed`` and (env, env seed,
+sample, turn), so results do not depend on worker count, batching or backend.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.agents.registry import AgentOptions, parse_spec
+from ragen_envs.core import check_range
+
+
+@dataclass(frozen=True)
+class EnvPlan:
+    """How one env is rolled out in a run."""
+
+    env_id: str
+    episodes: int
+    """Distinct env seeds (prompt groups)."""
+    samples: int
+    """Rollouts per seed (the group size K of pass@k)."""
+    seed_start: int = 0
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments for ``gym.make``."""
+
+    def __post_init__(self) -> None:
+        check_range(f"episodes ({self.env_id})", self.episodes, 1, integer=True)
+        check_range(f"samples ({self.env_id})", self.samples, 1, integer=True)
+        check_range(f"seed_start ({self.env_id})", self.seed_start, 0, integer=True)
+
+    @property
+    def seeds(self) -> range:
+        return range(self.seed_start, self.seed_start + self.episodes)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines a run's episodes and summary (execution options such as workers excluded)."""
+
+    agents: tuple[str, ...]
+    envs: tuple[EnvPlan, ...]
+    seed: int = 0
+    """Run seed: every response's sampling seed derives from it."""
+    context_turns: int | None = None
+    """Earlier turns kept in the prompt; None keeps the full history."""
+    agent_options: AgentOptions = field(default_factory=AgentOptions)
+    batch_size: int = 16
+    """Episodes rolled out in lockstep by one worker task (one batched generate call per turn)."""
+    mi_samples: int = 64
+    """Pairs per MI sampling scheme (first-turn and trajectory-uniform); 0 disables the MI family."""
+    preset: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.agents:
+            raise ValueError("agents must name at least one agent")
+        for spec in self.agents:
+            parse_spec(spec)
+        if len(set(self.agents)) != len(self.agents):
+            raise ValueError(f"agents must be distinct, got {self.agents}")
+        if not self.envs:
+            raise ValueError("envs must name at least one env")
+        ids = [plan.env_id for plan in self.envs]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"envs must be distinct, got {ids}")
+        check_range("seed", self.seed, 0, integer=True)
+        if self.context_turns is not None:
+            check_range("context_turns", self.context_turns, 0, integer=True)
+        check_range("batch_size", self.batch_size, 1, integer=True)
+        check_range("mi_samples", self.mi_samples, 0, integer=True)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunConfig:
+        data = dict(data)
+        data["agents"] = tuple(data["agents"])
+        data["envs"] = tuple(EnvPlan(**plan) for plan in data["envs"])
+        data["agent_options"] = AgentOptions(**data.get("agent_options", {}))
+        return cls(**data)
+
+    @property
+    def total_episodes(self) -> int:
+        return len(self.agents) * sum(plan.episodes * plan.samples for plan in self.envs)
+
+
+def resolve_env_id(name: str) -> str:
+    """A registered ``ragen/*`` id for ``name`` (an id, or ``Name-vN`` without the prefix); else "did you mean"."""
+    import ragen_envs
+
+    ids = ragen_envs.registered_ids()
+    for candidate in (name, f"ragen/{name}"):
+        if candidate in ids:
+            return candidate
+    close = difflib.get_close_matches(name, ids, n=1, cutoff=0.6) or difflib.get_close_matches(
+        f"ragen/{name}", ids, n=1, cutoff=0.6
+    )
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise ValueError(f"Unknown env {name!r}.{hint} Available: {', '.join(ids)}")
+
+
+# ---- presets --------------------------------------------------------------------------------------------------
+BASELINE_AGENTS = ("random", "oracle")
+"""The LM-agents issue adds the shipped tiny model here (as ``tiny``) once it exists."""
+
+BASELINE_DEFAULT = (32, 4)
+"""(seeds, samples per seed) per env and agent: 128 episodes, enough for MI on 64 first-turn pairs."""
+
+BASELINE_OVERRIDES = (
+    ("ragen/CodeExec*", (8, 4)),
+    ("ragen/*Code*", (8, 4)),
+    ("ragen/WebShop*", (16, 4)),
+)
+"""Slower envs (a sandboxed process per step; page rendering) get fewer seeds so that ``harness run
+baseline`` stays within a few minutes on 2 CPU cores. First match wins."""
+
+
+def baseline_plan(env_id: str) -> tuple[int, int]:
+    """(seeds, samples) the baseline preset uses for ``env_id``."""
+    for pattern, counts in BASELINE_OVERRIDES:
+        if fnmatch.fnmatchcase(env_id, pattern):
+            return counts
+    return BASELINE_DEFAULT
+
+
+def preset_config(name: str, **overrides: Any) -> RunConfig:
+    """The config of a named preset; ``overrides`` replace RunConfig fields."""
+    import ragen_envs
+
+    if name not in PRESETS:
+        close = difflib.get_close_matches(name, list(PRESETS), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"Unknown preset {name!r}.{hint} Available: {', '.join(PRESETS)}")
+    envs = tuple(EnvPlan(env_id, *baseline_plan(env_id)) for env_id in ragen_envs.registered_ids())
+    return RunConfig(agents=BASELINE_AGENTS, envs=envs, preset=name, **overrides)
+
+
+PRESETS = {"baseline": "random and oracle on every registered env; CPU, no network, a few minutes"}

@@ -1,0 +1,129 @@
+"""The MI proxy family on a run's records: the two sampling schemes of DESIGN.md, scored by the agent.
+
+- **first-turn**: up to ``mi_samples`` turn-1 (prompt, reasoning) pairs drawn uniformly without replacement;
+  one column per distinct env seed among them (the ``samples`` rollouts of a seed share the prompt).
+- **trajectory-uniform**: ``mi_samples`` draws of an episode uniformly, then one of its turns uniformly
+  (turns with reasoning only); every draw is its own column.
+
+In both, columns whose prompts are text-identical are marked equivalent for retrieval. Turns without
+reasoning text (unparseable or empty ``<think>``) are left out, as in RAGEN. Contexts are rebuilt from the
+records; their :class:`EnvHandle` replays the recorded responses so scripted agents can score exactly.
+All draws come from a generator seeded by the run seed, agent and env: the same records give the same
+numbers in any process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from harness.agents.base import Agent, Context, EnvHandle, ScoringUnavailable
+from harness.metrics import Estimate, MetricUnavailable, collapse_metrics
+from harness.seeding import derive_seed
+
+SCHEMES = ("first_turn", "trajectory")
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """A cross-scoring batch: row ``i`` is ``texts[i]``, sampled under column ``own[i]``."""
+
+    contexts: list[Context]
+    texts: list[str]
+    own: np.ndarray
+    equivalent: np.ndarray
+
+
+def replay_env(env_id: str, kwargs: dict[str, Any], seed: int, responses: tuple[str, ...]) -> Any:
+    """The unwrapped env after ``reset(seed)`` and the given responses (envs are deterministic)."""
+    env = gym.make(env_id, **kwargs)
+    env.reset(seed=seed)
+    for response in responses:
+        env.step(response)
+    return env.unwrapped
+
+
+def turn_context(record: dict[str, Any], index: int) -> Context:
+    """The context of turn ``index`` (0-based) of a record, with a replaying env handle."""
+    turn = record["turns"][index]
+    responses = tuple(t["response"] for t in record["turns"][:index])
+    factory = partial(replay_env, record["env_id"], record.get("env_kwargs") or {}, record["seed"], responses)
+    return Context(tuple(turn["prompt"]), turn["prefill"], EnvHandle(factory=factory))
+
+
+def _equivalence(contexts: Sequence[Context]) -> np.ndarray:
+    keys = [c.key() for c in contexts]
+    return np.array([[a == b for b in keys] for a in keys], dtype=bool)
+
+
+def first_turn_pairs(episodes: Sequence[dict], rng: np.random.Generator, num_samples: int) -> Pairs:
+    """Turn-1 pairs; columns are the distinct env seeds among the drawn pairs."""
+    eligible = [ep for ep in episodes if ep["turns"] and ep["turns"][0].get("reasoning")]
+    if not eligible:
+        raise MetricUnavailable("no first turn has reasoning text")
+    picks = sorted(rng.choice(len(eligible), size=min(num_samples, len(eligible)), replace=False).tolist())
+    chosen = [eligible[i] for i in picks]
+    column_of: dict[int, int] = {}
+    contexts: list[Context] = []
+    for ep in chosen:
+        if ep["seed"] not in column_of:
+            column_of[ep["seed"]] = len(contexts)
+            contexts.append(turn_context(ep, 0))
+    own = np.array([column_of[ep["seed"]] for ep in chosen], dtype=np.int64)
+    texts = [ep["turns"][0]["reasoning"] for ep in chosen]
+    return Pairs(contexts, texts, own, _equivalence(contexts))
+
+
+def trajectory_pairs(episodes: Sequence[dict], rng: np.random.Generator, num_draws: int) -> Pairs:
+    """Trajectory-uniform draws: an episode uniformly, then one of its turns with reasoning uniformly."""
+    eligible = [
+        (ep, [i for i, t in enumerate(ep["turns"]) if t.get("reasoning")])
+        for ep in episodes
+        if any(t.get("reasoning") for t in ep["turns"])
+    ]
+    if not eligible:
+        raise MetricUnavailable("no turn has reasoning text")
+    contexts, texts = [], []
+    for _ in range(num_draws):
+        ep, turns = eligible[int(rng.integers(len(eligible)))]
+        index = turns[int(rng.integers(len(turns)))]
+        contexts.append(turn_context(ep, index))
+        texts.append(ep["turns"][index]["reasoning"])
+    return Pairs(contexts, texts, np.arange(num_draws, dtype=np.int64), _equivalence(contexts))
+
+
+def score_pairs(agent: Agent, pairs: Pairs) -> dict[str, Estimate]:
+    """Cross-score every text under every context with ``agent`` and compute the family."""
+    sums, counts = agent.score_matrix(pairs.contexts, pairs.texts)
+    sums = np.asarray(sums, dtype=np.float64)
+    counts = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
+    return collapse_metrics(sums / counts, pairs.own, logp_sum=sums, equivalent=pairs.equivalent)
+
+
+def collapse_for(
+    agent: Agent, episodes: Sequence[dict], run_seed: int, mi_samples: int
+) -> dict[str, dict[str, Estimate] | str]:
+    """Both schemes for one (agent, env) batch: a metrics dict, or the reason it is unavailable."""
+    out: dict[str, dict[str, Estimate] | str] = {}
+    for scheme in SCHEMES:
+        if mi_samples == 0:
+            out[scheme] = "disabled (mi_samples = 0)"
+            continue
+        if not agent.can_score:
+            out[scheme] = f"agent {agent.spec!r} cannot score text"
+            continue
+        if not episodes:
+            out[scheme] = "no episodes"
+            continue
+        rng = np.random.default_rng(derive_seed("mi", scheme, run_seed, agent.spec, episodes[0]["env_id"]))
+        try:
+            pairs = (first_turn_pairs if scheme == "first_turn" else trajectory_pairs)(episodes, rng, mi_samples)
+            out[scheme] = score_pairs(agent, pairs)
+        except (MetricUnavailable, ScoringUnavailable) as exc:
+            out[scheme] = str(exc)
+    return out

@@ -1,0 +1,40 @@
+"""RAGEN-style prompts: system = env instructions; each turn appends the state (and the last reward).
+
+Turn ``k`` adds a user message ``"Reward: <r>\\nTurn k:\\nState:\\n<observation>"`` (no reward line on turn
+1); the agent's previous responses stay in the conversation as assistant messages. The assistant prefix is
+``"<think>"`` when the env's response format asks for reasoning (the model continues from it). With a
+context window of ``k`` turns only the last ``k`` earlier exchanges are kept (the system prompt always is).
+"""
+
+from __future__ import annotations
+
+from harness.agents.base import Context, EnvHandle, Message
+
+
+def prefill_for(response_format: str) -> str:
+    """The assistant prefix for a response format: ``"<think>"`` for ``think``, nothing otherwise."""
+    return "<think>" if response_format == "think" else ""
+
+
+def user_message(turn: int, observation: str, last_reward: float | None) -> Message:
+    """The user message of one turn."""
+    reward = "" if last_reward is None else f"Reward: {last_reward:g}\n"
+    return {"role": "user", "content": f"{reward}Turn {turn}:\nState:\n{observation}"}
+
+
+def build_context(
+    system: Message,
+    exchanges: list[tuple[Message, Message]],
+    current: Message,
+    prefill: str,
+    context_turns: int | None,
+    env: EnvHandle | None = None,
+) -> Context:
+    """The context of the next response: system, the kept (user, assistant) exchanges, the current user turn."""
+    kept = exchanges if context_turns is None else exchanges[max(0, len(exchanges) - context_turns) :]
+    messages = [system]
+    for user, assistant in kept:
+        messages.append(user)
+        messages.append(assistant)
+    messages.append(current)
+    return Context(tuple(messages), prefill, env)

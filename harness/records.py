@@ -1,0 +1,134 @@
+"""The files a run leaves behind (DESIGN.md "Files a run leaves behind") and how they are written.
+
+``runs/<run-id>/``:
+
+- ``config.json``: everything needed to rerun (run config, package version, git commit, env versions).
+  Written atomically (temp file + rename) before the first episode.
+- ``episodes.jsonl``: one line per finished episode, appended with a single ``write`` and flushed, so a
+  killed run loses at most the line being written. A line is accepted only when it ends in a newline and
+  parses; a torn last line (the crash case) is cut off before appending resumes. A bad line anywhere else,
+  or a duplicated episode, raises :class:`RecordsCorrupt`: the file was edited or two runs wrote into it.
+- ``summary.json``, ``summary.csv``, optional ``summary.parquet``/``episodes.parquet``, ``report.md``,
+  ``*.png``: written by :mod:`harness.report` at the end (and by ``harness report``).
+
+One episode line::
+
+    {"agent": "random", "env_id": "ragen/Bandit-v0", "env_kwargs": {}, "seed": 3, "sample": 1,
+     "instructions": "...", "initial_observation": "...", "return": 0.1, "success": false,
+     "turns": [{"turn": 1, "prompt": [{"role": "system", ...}, {"role": "user", ...}], "prefill": "<think>",
+                "response": "<think>...</think><answer>Turtle</answer>", "reasoning": "...",
+                "observation": "...", "reward": 0.1, "terminated": true, "truncated": false,
+                "info": {"success": false, "action_is_valid": true, ...},
+                "tokens": 7, "entropy_sum": 24.3, "logprob_sum": null}]}
+
+``prompt`` is the exact chat the agent saw, ``response`` the full text sent to ``env.step``
+(``prefill`` + the agent's continuation), ``observation`` what ``step`` returned.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+CONFIG = "config.json"
+EPISODES = "episodes.jsonl"
+SUMMARY = "summary.json"
+
+
+class RecordsCorrupt(ValueError):
+    """episodes.jsonl holds a malformed line before its end, or the same episode twice."""
+
+
+def episode_key(record: dict[str, Any]) -> tuple[str, str, int, int]:
+    """What identifies an episode within a run: (agent, env id, env seed, sample index)."""
+    return (record["agent"], record["env_id"], int(record["seed"]), int(record["sample"]))
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars/arrays, tuples and sets made JSON-safe; NaN/inf become ``None``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return jsonable(value.tolist())
+    return repr(value)
+
+
+def dumps_line(record: dict[str, Any]) -> str:
+    """One episodes.jsonl line (with its newline)."""
+    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON to ``path`` via a temp file and rename, so readers never see half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_episodes(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The accepted episode records of an episodes.jsonl and the byte length they span.
+
+    A torn last line (no trailing newline, or unparseable) is not accepted; the returned length stops
+    before it so a resumed run can cut it off.
+    """
+    if not path.exists():
+        return [], 0
+    data = path.read_bytes()
+    records, seen, good_end, start = [], set(), 0, 0
+    while start < len(data):
+        newline = data.find(b"\n", start)
+        if newline < 0:
+            break  # torn tail: no newline was ever written for it
+        line = data[start:newline]
+        try:
+            record = json.loads(line)
+            key = episode_key(record)
+        except (ValueError, KeyError, TypeError) as exc:
+            if data[newline + 1 :].strip():
+                raise RecordsCorrupt(f"{path}: malformed line at byte {start} ({exc}); refusing to guess") from None
+            break  # a garbled last line counts as torn
+        if key in seen:
+            raise RecordsCorrupt(f"{path}: episode {key} is recorded twice (byte {start})")
+        seen.add(key)
+        records.append(record)
+        start = good_end = newline + 1
+    return records, good_end
+
+
+class EpisodeWriter:
+    """Appends episode lines to episodes.jsonl, one flushed ``write`` each, after cutting a torn tail."""
+
+    def __init__(self, path: Path, valid_length: int) -> None:
+        self.path = path
+        with open(path, "ab") as handle:  # create if missing
+            if handle.tell() > valid_length:
+                handle.truncate(valid_length)
+        self._handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+
+    def write_line(self, line: str) -> None:
+        self._handle.write(line)
+        self._handle.flush()
+
+    def close(self) -> None:
+        if not self._handle.closed:
+            self._handle.close()
+
+    def __enter__(self) -> EpisodeWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def sort_episodes(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records in canonical order (agent, env, seed, sample): the order every summary is computed in."""
+    return sorted(records, key=episode_key)

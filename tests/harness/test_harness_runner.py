@@ -1,0 +1,175 @@
+"""The harness end to end: CLI in-process, files, determinism across workers/backends, resume after kill -9."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.agents import Agent, Generation, register_agent
+from harness.cli import main
+from harness.records import RecordsCorrupt, read_episodes, sort_episodes
+
+ENVS = "ragen/Bandit-v0,ragen/FrozenLake-v0"
+
+
+def run_cli(tmp_path: Path, *args: str, run_id: str = "r") -> Path:
+    assert main(["run", *args, "--out", str(tmp_path), "--run-id", run_id, "--quiet", "--no-plots"]) == 0
+    return tmp_path / run_id
+
+
+def summary(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def episodes(run_dir: Path) -> list[dict]:
+    return sort_episodes(read_episodes(run_dir / "episodes.jsonl")[0])
+
+
+def row(doc: dict, agent: str, env_id: str) -> dict:
+    return next(r["metrics"] for r in doc["rows"] if r["agent"] == agent and r["env_id"] == env_id)
+
+
+def test_run_writes_the_run_folder_and_separates_collapsed_from_input_dependent(tmp_path):
+    run_dir = run_cli(tmp_path, "random,oracle", "--env", ENVS, "--episodes", "12", "--samples", "3", "--parquet")
+    for name in ("config.json", "episodes.jsonl", "summary.json", "summary.csv", "summary.parquet", "report.md"):
+        assert (run_dir / name).exists(), name
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["run"]["agents"] == ["random", "oracle"] and config["envs"]["ragen/Bandit-v0"]["version"] == "v0"
+    assert len(episodes(run_dir)) == 2 * 2 * 12 * 3
+    doc = summary(run_dir)
+    oracle, rand = row(doc, "oracle", "ragen/Bandit-v0"), row(doc, "random", "ragen/Bandit-v0")
+    assert oracle["success_rate"]["value"] == 1.0 and oracle["pass@k"]["value"] == 1.0
+    for scheme in ("first_turn", "trajectory"):
+        # random: diverse, input-agnostic reasoning ⇒ MI exactly 0, retrieval at chance, high entropy
+        assert rand[f"{scheme}/mi_estimate"]["value"] == 0.0
+        assert rand[f"{scheme}/retrieval_accuracy"]["value"] == pytest.approx(
+            rand[f"{scheme}/retrieval_chance"]["value"]
+        )
+        assert rand[f"{scheme}/reasoning_entropy_estimate"]["value"] > 2.0
+        # oracle: deterministic, input-dependent reasoning ⇒ MI near log N, retrieval near 1, zero H(Z|X)
+        assert oracle[f"{scheme}/mi_estimate"]["value"] > 0.8 * math.log(12)
+        assert oracle[f"{scheme}/retrieval_accuracy"]["value"] > 0.8
+        assert oracle[f"{scheme}/cond_entropy_estimate"]["value"] == 0.0
+    assert rand["token_entropy"]["value"] > 1.0 and oracle["token_entropy"]["value"] == 0.0
+    report = (run_dir / "report.md").read_text()
+    assert "ragen/FrozenLake-v0" in report and "retrieval_accuracy" in report
+    record = episodes(run_dir)[0]
+    turn = record["turns"][0]
+    assert turn["prompt"][0] == {"role": "system", "content": record["instructions"]}
+    assert turn["prompt"][1]["content"].endswith(record["initial_observation"]) and turn["prefill"] == "<think>"
+    assert turn["response"].startswith("<think>") and turn["reasoning"]
+
+
+def test_one_and_two_workers_give_identical_results(tmp_path):
+    args = ("random,oracle", "--env", ENVS, "--episodes", "6", "--samples", "2", "--batch-size", "5")
+    one = run_cli(tmp_path, *args, run_id="one")
+    two = run_cli(tmp_path, *args, "--workers", "2", run_id="two")
+    assert episodes(one) == episodes(two)
+    assert summary(one)["rows"] == summary(two)["rows"]
+
+
+@pytest.mark.ray
+def test_ray_gives_the_same_results_as_one_worker(tmp_path):
+    pytest.importorskip("ray")
+    args = ("random", "--env", ENVS, "--episodes", "4", "--samples", "2", "--batch-size", "3")
+    one = run_cli(tmp_path, *args, run_id="one")
+    ray_run = run_cli(tmp_path, *args, "--ray", "--workers", "2", run_id="ray")
+    assert episodes(one) == episodes(ray_run)
+    assert summary(one)["rows"] == summary(ray_run)["rows"]
+
+
+def test_resume_after_kill_9_is_lossless_and_drops_a_torn_line(tmp_path):
+    args = ["random", "--env", "ragen/FrozenLake-v0", "--episodes", "600", "--samples", "2", "--mi-samples", "16"]
+    reference = run_cli(tmp_path, *args, run_id="reference")
+    total = len(episodes(reference))
+    cmd = [sys.executable, "-m", "harness.cli", "run", *args, "--out", str(tmp_path), "--run-id", "killed", "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    path = tmp_path / "killed" / "episodes.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not path.exists() or path.read_bytes().count(b"\n") < 100):
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = path.read_bytes().count(b"\n")
+    assert 100 <= before < total, "the run must be killed mid-way"
+    with open(path, "ab") as handle:  # what a write cut short by the kill leaves behind
+        handle.write(b'{"agent": "random", "env_id": "ragen/FrozenLake-v0", "seed": 999, "sa')
+    assert main(["run", "random", "--resume", str(tmp_path / "killed"), "--quiet", "--no-plots"]) == 0
+    resumed = episodes(tmp_path / "killed")
+    assert len(resumed) == total and resumed == episodes(reference)
+    assert summary(tmp_path / "killed")["rows"] == summary(reference)["rows"]
+
+
+def test_read_episodes_rejects_corruption_before_the_end(tmp_path):
+    path = tmp_path / "episodes.jsonl"
+    line = json.dumps({"agent": "a", "env_id": "e", "seed": 0, "sample": 0}) + "\n"
+    path.write_text(line + "not json\n" + line.replace('"sample": 0', '"sample": 1'))
+    with pytest.raises(RecordsCorrupt, match="malformed line"):
+        read_episodes(path)
+    path.write_text(line + line)
+    with pytest.raises(RecordsCorrupt, match="recorded twice"):
+        read_episodes(path)
+    path.write_text(line + "{broken\n")  # a garbled *last* line is a torn write: dropped
+    records, length = read_episodes(path)
+    assert len(records) == 1 and length == len(line)
+
+
+def test_context_window_keeps_the_last_k_turns(tmp_path):
+    run_dir = run_cli(
+        tmp_path, "random", "--env", "ragen/Sokoban-v0", "--episodes", "2", "--samples", "1", "--context", "1"
+    )
+    turns = max(episodes(run_dir), key=lambda r: len(r["turns"]))["turns"]
+    assert len(turns) >= 3
+    roles = [m["role"] for m in turns[2]["prompt"]]
+    assert roles == ["system", "user", "assistant", "user"]
+    assert turns[2]["prompt"][2]["content"] == turns[1]["response"]
+    assert turns[2]["prompt"][3]["content"].startswith("Reward: ")
+
+
+class _Silent(Agent):
+    can_score = False
+
+    def generate(self, requests):
+        return [Generation("</think><answer>x</answer>") for _ in requests]
+
+
+register_agent("test-silent", lambda arg, opts: _Silent(), "test agent that cannot score")
+
+
+def test_agent_that_cannot_score_reports_mi_as_unavailable(tmp_path):
+    run_dir = run_cli(tmp_path, "test-silent", "--env", "ragen/Bandit-v0", "--episodes", "3", "--samples", "2")
+    metrics = row(summary(run_dir), "test-silent", "ragen/Bandit-v0")
+    mi = metrics["trajectory/mi_estimate"]
+    assert mi["value"] is None and "cannot score" in mi["unavailable"]
+    assert metrics["token_entropy"]["value"] is None and metrics["invalid_action_rate"]["value"] == 1.0
+    assert "n/a" in (run_dir / "report.md").read_text()
+
+
+def test_user_mistakes_answer_did_you_mean(tmp_path, capsys):
+    assert main(["run", "radnom", "--env", "ragen/Bandit-v0", "--out", str(tmp_path)]) == 2
+    assert "Did you mean 'random'?" in capsys.readouterr().err
+    assert main(["run", "random", "--env", "ragen/Bandti-v0", "--out", str(tmp_path)]) == 2
+    assert "Did you mean 'ragen/Bandit-v0'?" in capsys.readouterr().err
+    assert main(["run", "baseline", "--resume", str(tmp_path / "nope")]) == 2
+    assert main(["ls"]) == 0
+    out = capsys.readouterr().out
+    assert "ragen/Bandit-v0" in out and "hf:<dir-or-name>" in out and "mi_zscore" in out
+
+
+def test_report_side_by_side(tmp_path, capsys):
+    a = run_cli(tmp_path, "random", "--env", "ragen/Bandit-v0", "--episodes", "4", "--samples", "2", run_id="a")
+    b = run_cli(tmp_path, "oracle", "--env", "ragen/Bandit-v0", "--episodes", "4", "--samples", "2", run_id="b")
+    capsys.readouterr()
+    assert main(["report", str(a), str(b), "--out", str(tmp_path / "cmp")]) == 0
+    table = capsys.readouterr().out
+    assert "success [a]" in table and "success [b]" in table and "random" in table and "oracle" in table
+    assert (tmp_path / "cmp" / "report.md").exists() and (tmp_path / "cmp" / "mi_entropy.png").exists()
+    assert main(["report", str(a)]) == 0 and (a / "success.png").exists()
