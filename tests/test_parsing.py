@@ -1,0 +1,259 @@
+"""Unit tests of ragen_envs.parsing and of the step semantics ragen_envs.core gives every env."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from gymnasium.error import ResetNeeded
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ragen_envs.core import INFO_KEYS, ActionResult, TextEnv
+from ragen_envs.parsing import (
+    RESPONSE_FORMATS,
+    ParsedResponse,
+    format_instructions,
+    format_response,
+    parse_response,
+    split_actions,
+)
+
+
+# ---- parse_response -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "thinking", "answer"),
+    [
+        ("<think>go left</think><answer>Left</answer>", "go left", "Left"),
+        ("<think> a </think>\n \t<answer>  Left || Up \n</answer>", "a", "Left || Up"),
+        ("preamble <think>t</think><answer>a</answer> trailing words", "t", "a"),
+        ("<think></think><answer>x</answer>", "", "x"),
+        ("<think>multi\nline</think><answer>a</answer><answer>b</answer>", "multi\nline", "a"),
+        ("<think>x</think><answer><answer>y</answer></answer>", "x", "<answer>y"),
+        ("<think>a <answer>fake</answer> b</think><answer>real</answer>", "a <answer>fake</answer> b", "real"),
+    ],
+)
+def test_think_format_accepts(text, thinking, answer):
+    assert parse_response(text) == ParsedResponse(ok=True, thinking=thinking, answer=answer)
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("", "missing <think>"),
+        ("Left", "missing <think>"),
+        ("<answer>Left</answer>", "missing <think>"),
+        ("<think>never closed <answer>Left</answer>", "missing </think> after <think>"),
+        ("<think>t</think> so <answer>Left</answer>", "</think> must be followed by <answer>"),
+        ("<think>t</think>", "</think> must be followed by <answer>"),
+        ("<think>t</think><answer>Left", "missing </answer> after <answer>"),
+        ("<think>t</think><answer> \n </answer>", "empty answer"),
+        # Nested think tags: the first </think> closes the block, so what follows must be the answer.
+        ("<think><think>a</think></think><answer>x</answer>", "</think> must be followed by <answer>"),
+    ],
+)
+def test_think_format_rejects_with_a_reason(text, error):
+    parsed = parse_response(text)
+    assert not parsed.ok and parsed.error == error and parsed.answer == ""
+
+
+def test_answer_and_raw_formats():
+    assert parse_response("I think Left.<answer> Left </answer>", "answer") == ParsedResponse(
+        ok=True, thinking="I think Left.", answer="Left"
+    )
+    assert parse_response("<think>t</think><answer>Up</answer>", "answer").answer == "Up"
+    assert parse_response("Left", "answer").error == "missing <answer>"
+    assert parse_response("  Left || Up \n", "raw") == ParsedResponse(ok=True, answer="Left || Up")
+    assert parse_response(" \n\t ", "raw").error == "empty response"
+
+
+def test_bad_inputs_fail_without_raising():
+    assert parse_response(None).error == "response must be a string, got NoneType"
+    assert parse_response(b"<think></think><answer>x</answer>").error == "response must be a string, got bytes"
+    assert "unknown response format 'json'" in parse_response("x", "json").error
+
+
+def _finishes(fn, seconds: float = 60.0):
+    """Run ``fn`` in a thread; a hang guard (a quadratic scan of these inputs would run for hours), not a timer."""
+    result = []
+    worker = threading.Thread(target=lambda: result.append(fn()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert result, "parsing did not finish: is the scan still linear?"
+    return result[0]
+
+
+HUGE_INPUTS = {
+    "1e6 think tags": ("<think>" * 1_000_000, False),
+    "1e6 think tags then a valid tail": ("<think>" * 1_000_000 + "</think><answer>Left</answer>", True),
+    "spaces then 1e6 answer tags": ("<think>x</think>" + " " * 1_000_000 + "<answer>" * 1_000_000, False),
+    "1e6 near-miss closers": (
+        "<think>" + "</think" * 1_000_000 + "</think><answer>" + "a || " * 200_000 + "</answer>",
+        True,
+    ),
+    "3e6 angle brackets": ("<" * 3_000_000, False),
+}
+
+
+@pytest.mark.parametrize(("text", "ok"), list(HUGE_INPUTS.values()), ids=list(HUGE_INPUTS))
+def test_huge_inputs_parse_in_linear_time(text, ok):
+    parsed = _finishes(lambda: parse_response(text))
+    assert parsed.ok is ok
+    for response_format in RESPONSE_FORMATS:
+        _finishes(lambda response_format=response_format: parse_response(text, response_format))
+
+
+def test_huge_answer_splits_and_keeps_only_the_limit():
+    answer = " || ".join(["Left"] * 500_000)
+    parsed = _finishes(lambda: parse_response(f"<think>t</think><answer>{answer}</answer>"))
+    assert _finishes(lambda: split_actions(parsed.answer, "||", 2)) == ["Left", "Left"]
+
+
+# ---- split_actions and formatting ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("answer", "separator", "limit", "expected"),
+    [
+        ("Left || Up", "||", None, ["Left", "Up"]),
+        ("Left||Up||Down", "||", 2, ["Left", "Up"]),
+        (" Left ||  || Up ||", "||", None, ["Left", "Up"]),
+        ("Left | Up", "||", None, ["Left | Up"]),
+        ("a|||b", "||", None, ["a", "|b"]),
+        ("Bank Vault || x", None, None, ["Bank Vault || x"]),
+        ("   ", None, None, []),
+        ("||", "||", None, []),
+        ("Left\n||\tUp", "||", 1, ["Left"]),
+    ],
+)
+def test_split_actions(answer, separator, limit, expected):
+    assert split_actions(answer, separator, limit) == expected
+
+
+_plain = st.text(alphabet=st.characters(blacklist_characters="<>"), max_size=50)
+
+
+@given(_plain, _plain.filter(lambda s: s.strip()))
+def test_format_then_parse_round_trips(thinking, answer):
+    for response_format in RESPONSE_FORMATS:
+        parsed = parse_response(format_response(thinking, answer, response_format), response_format)
+        assert parsed.ok and parsed.answer == answer.strip()
+        if response_format == "think":
+            assert parsed.thinking == thinking.strip()
+
+
+def test_format_response_rejects_unknown_formats_and_instructions_name_the_separator():
+    with pytest.raises(ValueError, match=r"response_format must be one of \('think', 'answer', 'raw'\)"):
+        format_response("t", "a", "xml")
+    text = format_instructions("think", "Left || Up")
+    assert "<think>...</think><answer>Left || Up</answer>" in text and "' || '" in text
+    assert "Separate" not in format_instructions("answer", "Dragon", None)
+
+
+# ---- core.TextEnv step semantics ----------------------------------------------------------------------------
+class CounterEnv(TextEnv):
+    """A minimal env: ``inc`` adds one, ``noop`` does nothing, ``win`` ends the episode successfully."""
+
+    example_answer = "inc || inc"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(max_turns=kwargs.pop("max_turns", 4), max_actions_per_turn=3, **kwargs)
+        self.count = 0
+        self.applied: list[str] = []
+
+    def _generate(self) -> None:
+        self.count = int(self.np_random.integers(10))
+        self.applied = []
+
+    def _observe(self) -> str:
+        return f"count={self.count}"
+
+    def _instructions(self) -> str:
+        return "Count."
+
+    def _parse_action(self, text: str) -> str | None:
+        return text.lower() if text.lower() in ("inc", "noop", "win") else None
+
+    def _apply(self, action: str) -> ActionResult:
+        self.applied.append(action)
+        if action == "win":
+            return ActionResult(reward=1.0, effective=True, terminated=True, success=True, message="You win.")
+        if action == "inc":
+            self.count += 1
+            return ActionResult(reward=0.5, effective=True)
+        return ActionResult(reward=0.0, effective=False)
+
+    def _oracle(self) -> tuple[str, str]:
+        return "win now", "win"
+
+
+def test_unknown_action_costs_the_penalty_and_the_others_are_still_played():
+    env = CounterEnv()
+    env.reset(seed=0)
+    start = env.count
+    obs, reward, terminated, _, info = env.step("<think>t</think><answer>inc || fly || INC</answer>")
+    assert env.applied == ["inc", "inc"] and env.count == start + 2
+    assert reward == pytest.approx(-0.1 + 0.5 + 0.5)
+    assert not info["action_is_valid"] and info["action_is_effective"] and not terminated
+    assert info["parsed_actions"] == ["inc", "fly", "INC"]
+    assert obs == f"Unknown action(s) 'fly' were ignored.\ncount={start + 2}"
+
+
+def test_actions_after_termination_are_ignored():
+    env = CounterEnv()
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step("<think>t</think><answer>win || inc || inc</answer>")
+    assert env.applied == ["win"] and terminated and not truncated and info["success"]
+    assert reward == 1.0 and obs.startswith("You win.\n")
+    with pytest.raises(ResetNeeded):
+        env.step("<think>t</think><answer>inc</answer>")
+
+
+def test_extra_actions_beyond_the_limit_are_dropped():
+    env = CounterEnv()
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step("<think>t</think><answer>inc || inc || inc || inc || win</answer>")
+    assert env.applied == ["inc"] * 3 and info["parsed_actions"] == ["inc"] * 3
+    assert reward == pytest.approx(1.5) and info["action_is_valid"]
+
+
+def test_a_response_that_does_not_parse_keeps_the_state_and_says_why():
+    env = CounterEnv()
+    obs0, info0 = env.reset(seed=1)
+    assert info0["instructions"].startswith("Count.\nAlways respond as <think>")
+    obs, reward, terminated, truncated, info = env.step("<answer>inc</answer>")
+    assert env.applied == [] and reward == pytest.approx(-0.1)
+    assert obs == f"Your last response was invalid (missing <think>); the state is unchanged.\n{obs0}"
+    assert info == {
+        "success": False,
+        "action_is_valid": False,
+        "action_is_effective": False,
+        "parsed_actions": [],
+        "turn": 1,
+    }
+    assert set(INFO_KEYS) == set(info)
+
+
+def test_an_answer_with_no_actions_is_invalid_and_noop_is_valid_but_not_effective():
+    env = CounterEnv()
+    env.reset(seed=0)
+    obs, reward, *_ = env.step("<think>t</think><answer> || </answer>")
+    assert reward == pytest.approx(-0.1) and "(no action)" in obs
+    _, reward, _, _, info = env.step("<think>t</think><answer>noop</answer>")
+    assert reward == 0.0 and info["action_is_valid"] and not info["action_is_effective"]
+
+
+def test_turns_count_and_truncate():
+    env = CounterEnv(max_turns=2)
+    env.reset(seed=0)
+    _, _, terminated, truncated, info = env.step("<think>t</think><answer>noop</answer>")
+    assert info["turn"] == 1 and not truncated and not terminated
+    _, _, terminated, truncated, info = env.step("<think>t</think><answer>noop</answer>")
+    assert info["turn"] == 2 and truncated and not terminated
+    with pytest.raises(ResetNeeded):
+        env.step("<think>t</think><answer>noop</answer>")
+
+
+def test_penalty_and_format_are_configurable():
+    env = CounterEnv(format_penalty=-1.0, response_format="raw")
+    env.reset(seed=0)
+    assert env.step("")[1] == -1.0
+    assert env.step("inc || inc")[1] == 1.0
