@@ -40,3 +40,6 @@ register(
 
 # ---- math -----------------------------------------------------------------------------------------------
 register(id="ragen/Countdown-v0", entry_point="ragen_envs.math.countdown:CountdownEnv")
+
+# ---- code -----------------------------------------------------------------------------------------------
+register(id="ragen/CodeExec-v0", entry_point="ragen_envs.code.env:CodeExecEnv")

@@ -1,0 +1,232 @@
+"""What every sandbox backend shares: the limits, the result, and the loop that runs a sandboxed process.
+
+A backend turns ``(code, stdin, limits)`` into a :class:`Result`. The host side of every backend is the same
+loop (:func:`supervise`): feed stdin, read stdout and stderr up to the output cap, kill the whole sandbox at
+the wall-clock deadline or when the cap is exceeded, and classify what stopped the program.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ragen_envs.core import check_range
+
+VIOLATIONS = ("timeout", "memory", "processes", "output", "file_size")
+
+
+class SandboxUnavailable(RuntimeError):
+    """No backend that can contain untrusted code is available here; the message says what to install."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandboxed run. The defaults suit one test-suite run of a small program."""
+
+    wall_s: float = 5.0
+    """Wall-clock seconds before the whole sandbox (every process in it) is killed."""
+    cpu_s: float = 5.0
+    """CPU seconds per process (RLIMIT_CPU); threads of one process share it."""
+    memory_mb: int = 512
+    """Memory of the whole sandbox (cgroup, when available) and address space of each process (RLIMIT_AS)."""
+    processes: int = 64
+    """Processes and threads in the sandbox (cgroup pids.max when available, else RLIMIT_NPROC per sandbox uid)."""
+    file_size_mb: int = 16
+    """Largest file a process may write (RLIMIT_FSIZE); also the size of the writable tmpfs work folder."""
+    output_bytes: int = 64 * 1024
+    """Bytes of stdout and of stderr kept; a program that writes more is killed (violation ``"output"``)."""
+    open_files: int = 256
+    """File descriptors per process (RLIMIT_NOFILE)."""
+
+    def __post_init__(self) -> None:
+        check_range("wall_s", self.wall_s, 0.01, 3600)
+        check_range("cpu_s", self.cpu_s, 0.01, 3600)
+        check_range("memory_mb", self.memory_mb, 32, 1 << 20, integer=True)
+        check_range("processes", self.processes, 1, 1 << 16, integer=True)
+        check_range("file_size_mb", self.file_size_mb, 1, 1 << 16, integer=True)
+        check_range("output_bytes", self.output_bytes, 1, 1 << 30, integer=True)
+        check_range("open_files", self.open_files, 16, 1 << 16, integer=True)
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of one sandboxed run."""
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    """The program's exit status; negative ``-N`` when it was killed by signal N (as in ``subprocess``)."""
+    timed_out: bool
+    violation: str | None
+    """``None`` or the limit that stopped the program: one of ``VIOLATIONS``."""
+    wall_s: float
+    backend: str
+    enforcement: str = ""
+    """How the limits were enforced in this run (e.g. ``"cgroup-v1 memory+pids, rlimits, uid 61003"``)."""
+    unsafe: bool = False
+    """True when the run was *not* contained (the opt-in plain-subprocess backend)."""
+    extra: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """The program exited 0 within its limits."""
+        return self.exit_code == 0 and self.violation is None
+
+
+class Backend:
+    """One way of running untrusted code. Subclasses implement :meth:`run` and :meth:`available`."""
+
+    name = "abstract"
+    unsafe = False
+
+    @classmethod
+    def available(cls) -> bool:
+        raise NotImplementedError
+
+    def run(self, code: str, stdin: str | bytes = "", limits: Limits | None = None) -> Result:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release anything the backend holds (pools, clients)."""
+
+
+@dataclass
+class Captured:
+    stdout: bytes
+    stderr: bytes
+    returncode: int
+    timed_out: bool
+    output_exceeded: bool
+    wall_s: float
+    cpu_s: float = 0.0
+
+
+def supervise(proc: subprocess.Popen, limits: Limits, kill: Callable[[], None], started: float) -> Captured:
+    """Read ``proc``'s stdout/stderr (pipes) until it exits, killing it at the deadline or on too much output.
+
+    ``kill`` must take down every process of the sandbox, not just ``proc``. The exit status and the CPU time
+    of the whole reaped tree come from ``wait4``.
+    """
+    cap = limits.output_bytes
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    buffers = {out_fd: bytearray(), err_fd: bytearray()}
+    sel = selectors.DefaultSelector()
+    for fd in buffers:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    deadline = started + limits.wall_s
+    timed_out = exceeded = False
+    try:
+        while sel.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            for key, _ in sel.select(timeout=remaining):
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    sel.unregister(key.fd)
+                    continue
+                buf = buffers[key.fd]
+                room = cap - len(buf)
+                buf += chunk[:room]
+                if len(chunk) > room:
+                    exceeded = True
+            if exceeded:
+                break
+        if timed_out or exceeded:
+            kill()
+        status, cpu_s = _wait(proc, deadline)
+        if status is None:
+            timed_out = True
+            kill()
+            status, cpu_s = _wait(proc, None)
+    finally:
+        sel.close()
+        proc.stdout.close()
+        proc.stderr.close()
+    return Captured(
+        stdout=bytes(buffers[out_fd]),
+        stderr=bytes(buffers[err_fd]),
+        returncode=status,
+        timed_out=timed_out,
+        output_exceeded=exceeded,
+        wall_s=time.monotonic() - started,
+        cpu_s=cpu_s,
+    )
+
+
+def _wait(proc: subprocess.Popen, deadline: float | None) -> tuple[int | None, float]:
+    """``wait4`` on ``proc`` until ``deadline`` (None: forever); (None, 0) if it is still running then."""
+    while True:
+        pid, status, usage = os.wait4(proc.pid, 0 if deadline is None else os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_utime + usage.ru_stime
+        if time.monotonic() >= deadline:
+            return None, 0.0
+        time.sleep(0.001)
+
+
+def kill_process_group(proc: subprocess.Popen) -> None:
+    """SIGKILL ``proc``'s process group (it was started in its own session)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def as_bytes(data: str | bytes) -> bytes:
+    return data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+
+
+def decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def classify(
+    captured: Captured,
+    *,
+    exit_code: int,
+    memory_event: str | bool | None = None,
+    pids_event: bool = False,
+    cpu_limit_s: float = float("inf"),
+) -> str | None:
+    """Name the limit that stopped the program, from what the kernel and the supervisor saw.
+
+    ``memory_event``: ``"oom"`` (a process was OOM-killed: always a violation), ``"limit"`` or True (usage
+    reached the limit: a violation if the program failed). Kernel-side evidence (cgroup events, the output
+    cap, the deadline, signals) comes first; the tail of
+    stderr is only a hint used when there is no cgroup (a program can only make its own result look worse
+    by faking it).
+    """
+    if captured.output_exceeded:
+        return "output"
+    if memory_event == "oom" or (memory_event and exit_code != 0):
+        return "memory"
+    if pids_event and (exit_code != 0 or captured.timed_out):
+        return "processes"
+    if captured.timed_out:
+        return "timeout"
+    if exit_code == -signal.SIGXCPU or (exit_code == -signal.SIGKILL and captured.cpu_s >= cpu_limit_s):
+        return "timeout"
+    if exit_code == 0:
+        return None
+    if exit_code == -signal.SIGXFSZ:
+        return "file_size"
+    tail = captured.stderr[-2048:]
+    if b"MemoryError" in tail or b"Cannot allocate memory" in tail:
+        return "memory"
+    if b"File too large" in tail or b"No space left on device" in tail:
+        return "file_size"
+    if b"Resource temporarily unavailable" in tail or b"can't start new thread" in tail:
+        return "processes"
+    return None

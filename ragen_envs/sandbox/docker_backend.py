@@ -1,0 +1,316 @@
+"""The Docker backend: one throw-away container per run, through the docker SDK (``pip install 'ragen-envs[docker]'``).
+
+Each container: ``--network none``, read-only root, a tmpfs ``/work`` (also ``/tmp``) of the file-size limit
+owned by an unprivileged uid, ``--cap-drop ALL``, ``no-new-privileges``, ``--pids-limit``, ``--memory`` with
+swap equal (no swap), one CPU, ulimits (CPU, file size, open files, no core dumps), the logging driver off
+(output is streamed and capped by the host, never stored by the daemon), and removal in a ``finally`` —
+plus a sweep of containers left by processes that died (label ``ragen-sandbox.pid``).
+
+Image: any image with a Python 3 at ``python`` works (``RAGEN_SANDBOX_DOCKER_IMAGE``). With no registry, the
+default ``ragen-sandbox:local`` is built on first use by ``docker import`` of a tiny rootfs (folders and the
+``/lib``-style links only) and the host's ``/usr`` is bind-mounted read-only into each container, so the
+system interpreter runs inside. That needs the engine on this host (a local socket), which is the case the
+default covers.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import select
+import socket
+import struct
+import tarfile
+import threading
+import time
+import zlib
+from functools import lru_cache
+from pathlib import Path
+
+from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, as_bytes, classify, decode
+from ragen_envs.sandbox.bwrap import LAUNCHER_SOURCE
+
+DEFAULT_IMAGE = "ragen-sandbox:local"
+SANDBOX_UID = 65534
+LABEL = "ragen-sandbox.pid"
+_CHUNK = 96 * 1024  # below the kernel's 128 KiB limit on one environment string
+
+# Runs first in the container: rebuild the launcher, program and stdin from the environment, then hand over.
+BOOTSTRAP = """
+import os, sys, zlib, base64
+def take(prefix):
+    keys = sorted((k for k in os.environ if k.startswith(prefix)), key=lambda k: int(k[len(prefix):]))
+    data = zlib.decompress(base64.b64decode("".join(os.environ.pop(k) for k in keys)))
+    return data
+launcher, program, stdin = take("RAGEN_L"), take("RAGEN_P"), take("RAGEN_I")
+with open("/work/.main.py", "wb") as f:
+    f.write(program)
+with open("/work/.stdin", "wb") as f:
+    f.write(stdin)
+fd = os.open("/work/.stdin", os.O_RDONLY)
+os.dup2(fd, 0)
+os.close(fd)
+os.unlink("/work/.stdin")
+sys.argv = ["launcher", *sys.argv[1:], "/work/.main.py"]
+del take, program, stdin, f, fd
+exec(compile(launcher, "/sandbox/launcher.py", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+"""
+
+
+def _import_docker():
+    try:
+        import docker
+    except ImportError as exc:
+        raise ImportError("the Docker backend needs the docker SDK: pip install 'ragen-envs[docker]'") from exc
+    return docker
+
+
+def _encode(prefix: str, data: bytes) -> dict[str, str]:
+    packed = base64.b64encode(zlib.compress(data)).decode()
+    return {f"{prefix}{i}": packed[at : at + _CHUNK] for i, at in enumerate(range(0, max(len(packed), 1), _CHUNK))}
+
+
+def rootfs_tarball() -> bytes:
+    """A minimal root filesystem: empty folders plus the host's top-level links into ``/usr``."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in ("usr", "work", "tmp", "etc", "proc", "dev", "sys", "sandbox"):
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if name in ("work", "tmp") else 0o755
+            tar.addfile(info)
+        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            path = Path("/") / name
+            if path.is_symlink():
+                info = tarfile.TarInfo(name)
+                info.type, info.linkname = tarfile.SYMTYPE, os.readlink(path)
+                tar.addfile(info)
+        passwd = b"nobody:x:65534:65534:nobody:/work:/usr/sbin/nologin\n"
+        info = tarfile.TarInfo("etc/passwd")
+        info.size = len(passwd)
+        tar.addfile(info, io.BytesIO(passwd))
+    return buf.getvalue()
+
+
+def build_local_image(client, tag: str = DEFAULT_IMAGE) -> str:
+    """``docker import`` the minimal rootfs as ``tag`` (no registry needed); returns the tag."""
+    client.api.import_image_from_data(rootfs_tarball(), repository=tag.split(":")[0], tag=tag.split(":")[1])
+    return tag
+
+
+class DockerBackend(Backend):
+    """Run code in a fresh, locked-down container per call; see the module docstring."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        image: str | None = None,
+        *,
+        base_url: str | None = None,
+        python: str = "/usr/bin/python3",
+        bind_host_usr: bool | None = None,
+    ) -> None:
+        docker = _import_docker()
+        self.image = image or os.environ.get("RAGEN_SANDBOX_DOCKER_IMAGE", DEFAULT_IMAGE)
+        self.client = docker.DockerClient(base_url=base_url, timeout=30) if base_url else docker.from_env(timeout=30)
+        self.python = python
+        self.bind_host_usr = (self.image == DEFAULT_IMAGE) if bind_host_usr is None else bind_host_usr
+        self._ensure_image()
+        self._sweep()
+
+    @classmethod
+    def available(cls) -> bool:
+        return _engine_reachable(os.environ.get("DOCKER_HOST", ""))
+
+    def _ensure_image(self) -> None:
+        docker = _import_docker()
+        try:
+            self.client.images.get(self.image)
+        except docker.errors.ImageNotFound:
+            if self.image != DEFAULT_IMAGE:
+                raise
+            build_local_image(self.client, self.image)
+
+    def _sweep(self) -> None:
+        """Remove containers whose creating process is gone (a crash between create and remove)."""
+        for container in self.client.containers.list(all=True, filters={"label": LABEL}):
+            try:
+                pid = int(container.labels.get(LABEL, "0"))
+                host = container.labels.get("ragen-sandbox.host", "")
+                if host == socket.gethostname() and pid != os.getpid() and not _alive(pid):
+                    container.remove(force=True)
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+
+    def run(self, code: str, stdin: str | bytes = "", limits: Limits | None = None) -> Result:
+        docker = _import_docker()
+        limits = limits or Limits()
+        environment = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": "/work",
+            "LANG": "C.UTF-8",
+            **_encode("RAGEN_L", LAUNCHER_SOURCE),
+            **_encode("RAGEN_P", code.encode("utf-8", "surrogatepass")),
+            **_encode("RAGEN_I", as_bytes(stdin)),
+        }
+        cpu = max(1, round(limits.cpu_s))
+        disk = limits.file_size_mb << 20
+        command = [
+            self.python, "-I", "-S", "-c", BOOTSTRAP,
+            str(cpu), str(limits.memory_mb << 20), str(limits.processes), str(disk), str(limits.open_files),
+        ]  # fmt: skip
+        tmpfs_opts = f"size={disk},mode=1777,uid={SANDBOX_UID},gid={SANDBOX_UID}"
+        started = time.monotonic()
+        container = self.client.containers.create(
+            self.image,
+            command,
+            user=f"{SANDBOX_UID}:{SANDBOX_UID}",
+            environment=environment,
+            network_mode="none",
+            read_only=True,
+            tmpfs={"/work": tmpfs_opts, "/tmp": tmpfs_opts},
+            working_dir="/work",
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            pids_limit=limits.processes,
+            mem_limit=limits.memory_mb << 20,
+            memswap_limit=limits.memory_mb << 20,
+            nano_cpus=1_000_000_000,
+            ulimits=[
+                docker.types.Ulimit(name="cpu", soft=cpu, hard=cpu + 1),
+                docker.types.Ulimit(name="fsize", soft=disk, hard=disk),
+                docker.types.Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
+                docker.types.Ulimit(name="core", soft=0, hard=0),
+            ],
+            log_config=docker.types.LogConfig(type="none"),
+            volumes={"/usr": {"bind": "/usr", "mode": "ro"}} if self.bind_host_usr else None,
+            hostname="sandbox",
+            ipc_mode="private",
+            labels={LABEL: str(os.getpid()), "ragen-sandbox.host": socket.gethostname()},
+            detach=True,
+        )
+        try:
+            sock = container.attach_socket(params={"stdout": 1, "stderr": 1, "stream": 1})
+            raw = getattr(sock, "_sock", sock)
+            container.start()
+            captured = self._collect(container, raw, limits, started)
+            try:
+                sock.close()
+            except OSError:
+                pass
+            state = self.client.api.inspect_container(container.id)["State"]
+            oom = bool(state.get("OOMKilled"))
+        finally:
+            try:
+                container.remove(force=True)
+            except docker.errors.APIError:
+                pass
+        exit_code = captured.returncode
+        if exit_code > 128:
+            exit_code = -(exit_code - 128)
+        violation = classify(captured, exit_code=exit_code, memory_event="oom" if oom else None, cpu_limit_s=cpu)
+        return Result(
+            stdout=decode(captured.stdout),
+            stderr=decode(captured.stderr),
+            exit_code=exit_code,
+            timed_out=captured.timed_out or violation == "timeout",
+            violation=violation,
+            wall_s=time.monotonic() - started,
+            backend=self.name,
+            enforcement=f"docker: cgroup memory+pids (container), ulimits, uid {SANDBOX_UID}, network none, cap-drop ALL",
+        )
+
+    def _collect(self, container, raw, limits: Limits, started: float) -> Captured:
+        """Demultiplex the attach stream into stdout/stderr with the output cap and the wall deadline."""
+        cap = limits.output_bytes
+        buffers = {1: bytearray(), 2: bytearray()}
+        deadline = started + limits.wall_s
+        pending = b""
+        timed_out = exceeded = False
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([raw], [], [], remaining)
+            if not ready:
+                continue
+            try:
+                chunk = raw.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            pending += chunk
+            while len(pending) >= 8:
+                stream, size = pending[0], struct.unpack(">I", pending[4:8])[0]
+                if len(pending) < 8 + size:
+                    break
+                frame, pending = pending[8 : 8 + size], pending[8 + size :]
+                buf = buffers.get(stream, buffers[2])
+                room = cap - len(buf)
+                buf += frame[:room]
+                if len(frame) > room:
+                    exceeded = True
+            if exceeded:
+                break
+        if timed_out or exceeded:
+            _kill(container)
+        try:
+            status = container.wait(timeout=max(1.0, deadline - time.monotonic() + 1.0))["StatusCode"]
+        except Exception:  # noqa: BLE001 - a wait timeout surfaces as a requests/urllib3 error
+            timed_out = True
+            _kill(container)
+            status = container.wait(timeout=30)["StatusCode"]
+        return Captured(
+            stdout=bytes(buffers[1]),
+            stderr=bytes(buffers[2]),
+            returncode=status,
+            timed_out=timed_out,
+            output_exceeded=exceeded,
+            wall_s=time.monotonic() - started,
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _kill(container) -> None:
+    try:
+        container.kill()
+    except Exception:  # noqa: BLE001 - already gone
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+_probe_lock = threading.Lock()
+
+
+@lru_cache(maxsize=4)
+def _engine_reachable(docker_host: str) -> bool:
+    """An engine answers a ping through the docker SDK (cached per ``DOCKER_HOST``)."""
+    try:
+        docker = _import_docker()
+    except ImportError:
+        return False
+    with _probe_lock:
+        try:
+            client = docker.from_env(timeout=3)
+            try:
+                return bool(client.ping())
+            finally:
+                client.close()
+        except Exception:  # noqa: BLE001 - any failure means "not reachable"
+            return False
