@@ -43,3 +43,6 @@ register(id="ragen/Countdown-v0", entry_point="ragen_envs.math.countdown:Countdo
 
 # ---- code -----------------------------------------------------------------------------------------------
 register(id="ragen/CodeExec-v0", entry_point="ragen_envs.code.env:CodeExecEnv")
+
+# ---- web ------------------------------------------------------------------------------------------------
+register(id="ragen/WebShop-v0", entry_point="ragen_envs.webshop.env:WebShopEnv")
