@@ -40,6 +40,7 @@ register(
 
 # ---- math -----------------------------------------------------------------------------------------------
 register(id="ragen/Countdown-v0", entry_point="ragen_envs.math.countdown:CountdownEnv")
+register(id="ragen/MathWord-v0", entry_point="ragen_envs.math.math_word:MathWordEnv")
 
 # ---- code -----------------------------------------------------------------------------------------------
 register(id="ragen/CodeExec-v0", entry_point="ragen_envs.code.env:CodeExecEnv")

@@ -1,0 +1,539 @@
+"""MathWord problem families about quantities: ages, comparisons, rates, ratios, conversions, mixtures,
+time, work, geometry, averages, growth.
+
+Each family is ``family(draw, work, steps) -> (text, answer)`` and performs exactly ``steps`` operations
+through ``work`` (see :mod:`ragen_envs.math.word_kit`).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ragen_envs.math.word_kit import NAMES, Draw, Work, join_words, names, num, percent, ratio_text
+
+COLLECTIBLES = ("marbles", "stickers", "stamps", "seashells", "trading cards", "coins", "books", "pebbles")
+
+
+def ages(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    people = names(d, steps + 1)
+    age = Fraction(d.int(3, 9))
+    facts = [f"{people[-1]} is {num(age)} years old."]
+    for index in range(steps - 1, -1, -1):
+        who, of = people[index], people[index + 1]
+        if age <= 20 and d.chance(0.3):
+            factor = d.int(2, 3)
+            facts.append(f"{who} is {'twice' if factor == 2 else 'three times'} as old as {of}.")
+            age = w.op(age, "*", factor)
+        elif age % 2 == 0 and age >= 12 and d.chance(0.3):
+            facts.append(f"{who} is half as old as {of}.")
+            age = w.op(age, "/", 2)
+        elif age > 15 and d.chance(0.4):
+            gap = d.int(2, min(12, int(age) - 2))
+            facts.append(f"{who} is {gap} years younger than {of}.")
+            age = w.op(age, "-", gap)
+        else:
+            gap = d.int(2, 15)
+            facts.append(f"{who} is {gap} years older than {of}.")
+            age = w.op(age, "+", gap)
+    if d.chance(0.5):
+        facts.reverse()
+    return " ".join([*facts, f"How old is {people[0]}?"]), age
+
+
+def comparisons(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    thing = d.pick(COLLECTIBLES)
+    total_all = steps % 2 == 0 and d.chance(0.6)
+    links = steps // 2 if total_all else steps - 1
+    people = names(d, links + 1)
+    counts = [Fraction(d.int(4, 30))]
+    facts = [f"{people[0]} has {num(counts[0])} {thing}."]
+    for index in range(1, links + 1):
+        prev, who = counts[-1], people[index]
+        if prev <= 40 and d.chance(0.35):
+            factor = d.int(2, 4)
+            facts.append(f"{who} has {factor} times as many {thing} as {people[index - 1]}.")
+            counts.append(w.op(prev, "*", factor))
+        elif prev > 10 and d.chance(0.4):
+            gap = d.int(1, int(prev) - 3)
+            facts.append(f"{who} has {gap} fewer {thing} than {people[index - 1]}.")
+            counts.append(w.op(prev, "-", gap))
+        else:
+            gap = d.int(2, 20)
+            facts.append(f"{who} has {gap} more {thing} than {people[index - 1]}.")
+            counts.append(w.op(prev, "+", gap))
+    if total_all:
+        total = counts[0]
+        for count in counts[1:]:
+            total = w.op(total, "+", count)
+        return " ".join([*facts, f"How many {thing} do they have altogether?"]), total
+    question = f"How many {thing} do {people[0]} and {people[-1]} have together?"
+    return " ".join([*facts, question]), w.op(counts[0], "+", counts[-1])
+
+
+def trip_legs(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    name = d.pick(NAMES)
+    timed = d.int(1, (steps + 1) // 2)
+    plain = steps + 1 - 2 * timed
+    legs = [
+        ("timed", d.pick(("drives", "cycles", "rides a train", "sails")), d.int(10, 90), d.int(1, 4))
+        for _ in range(timed)
+    ]
+    legs += [("plain", d.pick(("walks", "runs", "hikes", "takes a ferry")), d.int(2, 30), 0) for _ in range(plain)]
+    order = d.sample(range(len(legs)), len(legs))
+    parts, total = [], None
+    for position, index in enumerate(order):
+        kind, verb, value, hours = legs[index]
+        first = "First" if position == 0 else d.pick(("Then", "After that", "Next"))
+        if kind == "timed":
+            parts.append(f"{first} {name} {verb} for {hours} hour{'s' if hours > 1 else ''} at {value} km per hour.")
+            distance = w.op(value, "*", hours)
+        else:
+            parts.append(f"{first} {name} {verb} {value} km.")
+            distance = Fraction(value)
+        total = distance if total is None else w.op(total, "+", distance)
+    return " ".join([*parts, f"How many kilometers does {name} travel in all?"]), total
+
+
+FUNNEL = (
+    "sign up", "open the welcome email", "click the link in it", "start a free trial", "buy a plan",
+    "leave a review", "renew after a year", "refer a friend",
+)  # fmt: skip
+_SHARES = (
+    Fraction(1, 2),
+    Fraction(1, 4),
+    Fraction(3, 4),
+    Fraction(1, 5),
+    Fraction(2, 5),
+    Fraction(3, 5),
+    Fraction(4, 5),
+)
+
+
+def funnel(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    shares = [d.pick(_SHARES) for _ in range(steps)]
+    scale = 1
+    for share in shares:
+        scale *= share.denominator
+    count = Fraction(scale * d.int(1, max(1, 4000 // scale)))
+    site = d.pick(("A website", "A new app", "An online course", "A music service"))
+    parts = [f"{site} has {num(count)} visitors in a month."]
+    for index, share in enumerate(shares):
+        shown = percent(share) if d.chance(0.5) else ratio_text(share)
+        if index == 0:
+            parts.append(f"{shown[0].upper()}{shown[1:]} of them {FUNNEL[0]}.")
+        else:
+            parts.append(f"Of those, {shown} {FUNNEL[index]}.")
+        count = w.op(count, "*", share)
+    return " ".join([*parts, f"How many visitors {FUNNEL[steps - 1]}?"]), count
+
+
+COLORS = ("red", "blue", "green", "yellow", "white", "black")
+
+
+def ratios(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    include_known = steps % 2 == 1
+    asked = (steps + 1) // 2 if include_known else steps // 2
+    colors = d.sample(COLORS, asked + (0 if include_known else 1))
+    parts_of = [d.int(1, 7) for _ in colors]
+    thing = d.pick(("beads", "balloons", "tulips", "socks", "marbles"))
+    unit = d.int(2, 12)
+    known = parts_of[0] * unit
+    ratio = ":".join(map(str, parts_of))
+    parts = [f"A bag holds {join_words(colors)} {thing} in the ratio {ratio}. There are {known} {colors[0]} {thing}."]
+    share = w.op(known, "/", parts_of[0])
+    wanted = colors if include_known else colors[1:]
+    total = None
+    for color in wanted:
+        index = colors.index(color)
+        amount = Fraction(known) if index == 0 else w.op(share, "*", parts_of[index])
+        total = amount if total is None else w.op(total, "+", amount)
+    return " ".join([*parts, f"How many {join_words(wanted)} {thing} are there in total?"]), total
+
+
+_TIME_UNITS = (("weeks", 7), ("days", 24), ("hours", 60), ("minutes", 60), ("seconds", 1))
+
+
+def unit_conversion(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    # Converting down k levels costs k multiplications plus one addition per extra component given.
+    levels = min(4, steps)
+    extras = steps - levels
+    start = d.int(0, 4 - levels)
+    end = start + levels
+    with_parts = sorted(d.sample(range(start + 1, end + 1), extras))
+    amounts = {start: d.int(1, 6), **{level: d.int(1, _TIME_UNITS[level - 1][1] - 1) for level in with_parts}}
+    given = join_words([f"{amounts[level]} {_TIME_UNITS[level][0]}" for level in sorted(amounts)])
+    event = d.pick(("A film festival", "A road trip", "A science experiment", "A charity marathon", "A music retreat"))
+    value = Fraction(amounts[start])
+    for level in range(start, end):
+        value = w.op(value, "*", _TIME_UNITS[level][1])
+        if level + 1 in amounts:
+            value = w.op(value, "+", amounts[level + 1])
+    return f"{event} lasts {given}. How many {_TIME_UNITS[end][0]} is that?", value
+
+
+INGREDIENTS = ("flour", "sugar", "milk", "oats", "rice", "yogurt", "cocoa", "butter")
+
+
+def recipe_scaling(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    guests = steps % 2 == 1
+    count = (steps - 1) // 2 if guests else steps // 2
+    items = d.sample(INGREDIENTS, max(count, 1))
+    serves = d.pick((2, 4, 6, 8))
+    amounts = [Fraction(d.int(1, 8), d.pick((1, 2, 4))) for _ in items]
+    dish = d.pick(("pancakes", "a cake", "porridge", "cookies", "a pie"))
+    listed = join_words([f"{num(a)} cups of {i}" for a, i in zip(amounts, items)])
+    parts = [f"A recipe for {dish} that serves {serves} uses {listed}."]
+    if guests:
+        people, each = d.int(2, 12), d.int(1, 3)
+        parts.append(
+            f"{d.pick(NAMES)} is cooking for {people} people who will each eat {each} serving{'s' if each > 1 else ''}."
+        )
+        servings = w.op(people, "*", each)
+    else:
+        servings = Fraction(d.int(1, 6) * serves // 2 + serves)
+        parts.append(f"{d.pick(NAMES)} wants to make {num(servings)} servings.")
+    factor = w.op(servings, "/", serves)
+    total = None
+    for amount in amounts[: max(count, 1)]:
+        scaled = w.op(amount, "*", factor)
+        total = scaled if total is None else w.op(total, "+", scaled)
+    what = f"of {items[0]}" if len(items) == 1 else "of these ingredients in total"
+    return " ".join([*parts, f"How many cups {what} are needed?"]), total
+
+
+def mixtures(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    add_pure = steps % 2 == 0
+    count = (steps + 1) // 2 if not add_pure else steps // 2
+    liquid = d.pick(("juice", "alcohol", "salt", "vinegar", "syrup"))
+    batches = [(d.int(1, 12), Fraction(d.pick((5, 10, 20, 25, 40, 50, 60, 75, 80)), 100)) for _ in range(count)]
+    described = join_words([f"{v} liters of a {percent(p)} {liquid} solution" for v, p in batches])
+    parts = [f"{d.pick(NAMES)} mixes {described}."]
+    total = None
+    for volume, share in batches:
+        pure = w.op(volume, "*", share)
+        total = pure if total is None else w.op(total, "+", pure)
+    if add_pure:
+        extra = d.int(1, 4)
+        parts.append(
+            f"Then {extra} liter{'s' if extra > 1 else ''} of pure {liquid} {'are' if extra > 1 else 'is'} added."
+        )
+        total = w.op(total, "+", extra)
+    return " ".join([*parts, f"How many liters of pure {liquid} does the mixture contain?"]), total
+
+
+CHORES = ("cleaning the kitchen", "doing homework", "practicing piano", "cooking dinner", "reading", "gardening")
+
+
+def task_time(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    name = d.pick(NAMES)
+    tasks, ops = [], -1  # n tasks need n-1 additions
+    while ops < steps:
+        left = steps - ops
+        kind = (
+            d.pick(("minutes", "hours", "both", "repeat"))
+            if left >= 3
+            else ("minutes" if left == 1 else d.pick(("hours", "repeat")))
+        )
+        tasks.append(kind)
+        ops += {"minutes": 1, "hours": 2, "both": 3, "repeat": 2}[kind]
+    if ops > steps:  # only possible when the first task was not plain minutes
+        tasks[0] = "minutes"
+    parts, total = [], None
+    for kind, chore in zip(
+        tasks, d.sample(CHORES, len(tasks)) if len(tasks) <= len(CHORES) else [d.pick(CHORES) for _ in tasks]
+    ):
+        if kind == "minutes":
+            minutes = d.int(5, 55)
+            parts.append(f"{minutes} minutes {chore}")
+            spent = Fraction(minutes)
+        elif kind == "hours":
+            hours = d.int(1, 3)
+            parts.append(f"{hours} hour{'s' if hours > 1 else ''} {chore}")
+            spent = w.op(hours, "*", 60)
+        elif kind == "both":
+            hours, minutes = d.int(1, 2), d.int(5, 55)
+            parts.append(f"{hours} hour{'s' if hours > 1 else ''} and {minutes} minutes {chore}")
+            spent = w.op(w.op(hours, "*", 60), "+", minutes)
+        else:
+            times, minutes = d.int(2, 4), d.int(10, 25)
+            parts.append(f"{times} sessions of {minutes} minutes each {chore}")
+            spent = w.op(times, "*", minutes)
+        total = spent if total is None else w.op(total, "+", spent)
+    return f"On Saturday {name} spends {join_words(parts)}. How many minutes is that in total?", total
+
+
+def work_together(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    invert = steps % 2 == 0 and steps >= 4  # the time for the whole job together
+    count = steps // 2 if invert else max(1, (steps - 1) // 2)
+    workers = names(d, count)
+    hours = [d.int(2, 12) for _ in workers]
+    job = d.pick(("paint a fence", "fill a pool", "pick an orchard", "sort a library", "clear a field"))
+    if count > 1:
+        alone = join_words([f"{who} in {h} hours" for who, h in zip(workers, hours)])
+        parts = [f"Working alone, {alone} can {job}."]
+    else:
+        parts = [f"{workers[0]} can {job} alone in {hours[0]} hours."]
+    rate = None
+    for h in hours:
+        part = w.op(1, "/", h)
+        rate = part if rate is None else w.op(rate, "+", part)
+    if invert:
+        parts.append("If they all work together, how many hours does the whole job take?")
+        return " ".join(parts), w.op(1, "/", rate)
+    spent = Fraction(d.int(1, 3))
+    while rate * spent >= 1:
+        spent /= 2
+    who = "they work together" if count > 1 else f"{workers[0]} works"
+    hours_text = f"{num(spent)} hour{'' if spent == 1 else 's'}"
+    if steps == 2:
+        parts.append(f"If {who} for {hours_text}, what fraction of the job is done?")
+        return " ".join(parts), w.op(rate, "*", spent)
+    parts.append(f"If {who} for {hours_text}, what fraction of the job is still left?")
+    return " ".join(parts), w.op(1, "-", w.op(rate, "*", spent))
+
+
+def trains(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    # extra steps beyond gap ÷ closing speed: sections (+1 or +2), relative speed (+1), minutes (+1), delay (+2)
+    plans = [
+        (sections, relative, minutes, delay)
+        for sections in (0, 1, 2)
+        for relative in (0, 1)
+        for minutes in (0, 1)
+        for delay in (0, 2)
+        if sections + relative + minutes + delay == steps - 2
+    ]
+    sections, relative, minutes, delay = d.pick(plans)
+    chosen = {
+        "segments": sections == 1,
+        "segments3": sections == 2,
+        "relative": relative,
+        "minutes": minutes,
+        "delay": delay,
+    }
+    chosen = [key for key, on in chosen.items() if on]
+    a, b = d.sample(("Ashford", "Brill", "Corby", "Dunmore", "Elgin", "Fenwick"), 2)
+    v1, v2 = d.mult(40, 120, 10), d.mult(40, 120, 10)
+    parts = []
+    if "segments" in chosen or "segments3" in chosen:
+        pieces = [d.mult(100, 300, 10) for _ in range(3 if "segments3" in chosen else 2)]
+        parts.append(
+            f"The railway from {a} to {b} runs through {len(pieces) - 1} station{'s' if len(pieces) > 2 else ''}, with sections of {join_words([f'{p} km' for p in pieces])}."
+        )
+        gap = Fraction(pieces[0])
+        for piece in pieces[1:]:
+            gap = w.op(gap, "+", piece)
+    else:
+        gap = Fraction(d.mult(200, 900, 10))
+        parts.append(f"{a} and {b} are {num(gap)} km apart by rail.")
+    parts.append(f"A train leaves {a} for {b} at {v1} km/h.")
+    if "relative" in chosen:
+        faster = d.mult(10, 40, 10)
+        parts.append(f"A second train leaves {b} for {a}, {faster} km/h faster than the first.")
+        v2 = w.op(v1, "+", faster)
+    else:
+        parts.append(f"A second train leaves {b} for {a} at {num(v2)} km/h.")
+    if "delay" in chosen:
+        head = 1 if v1 * 2 >= gap else d.int(1, 2)
+        parts[-1] = parts[-1][:-1] + f", {head} hour{'s' if head > 1 else ''} after the first one left."
+        gap = w.op(gap, "-", w.op(v1, "*", head))  # gap >= 200 km > v1 * head: the first train is still on the way
+        after = "the second train leaves"
+    else:
+        after = "they leave" if "minutes" in chosen else "they set off"
+    closing = w.op(v1, "+", v2)
+    unit = "minutes" if "minutes" in chosen else "hours"
+    parts.append(f"How many {unit} after {after} do the trains meet?")
+    time = w.op(gap, "/", closing)
+    if unit == "minutes":
+        time = w.op(time, "*", 60)
+    return " ".join(parts), time
+
+
+def fencing(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    gardens = 2 if steps >= 5 else 1
+    extras = steps - 2 - 3 * (gardens - 1)  # price, gate, coupon in that order
+    sizes = [(d.int(4, 30), d.int(3, 20)) for _ in range(gardens)]
+    name = d.pick(NAMES)
+    shape = join_words([f"a {a} m by {b} m {d.pick(('garden', 'paddock', 'yard'))}" for a, b in sizes])
+    parts = [f"{name} wants to put a fence around {shape}."]
+    length = None
+    for a, b in sizes:
+        around = w.op(w.op(a, "+", b), "*", 2)
+        length = around if length is None else w.op(length, "+", around)
+    if extras == 0:
+        return " ".join([*parts, "How many meters of fence are needed?"]), length
+    price = d.int(3, 15)
+    parts.append(f"Fencing costs ${price} per meter.")
+    cost = w.op(length, "*", price)
+    if extras >= 2:
+        gate = d.int(20, 90)
+        parts.append(f"A gate costs ${gate} more.")
+        cost = w.op(cost, "+", gate)
+    if extras >= 3:
+        coupon = d.int(5, 40)
+        parts.append(f"{name} has a ${coupon} coupon.")
+        cost = w.op(cost, "-", coupon)
+    return " ".join([*parts, "How much does the fencing cost, in dollars?"]), cost
+
+
+def averages(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    name = d.pick(NAMES)
+    subject = d.pick(("math", "history", "spelling", "chemistry", "music theory"))
+    if d.chance(0.5):  # the mean of `steps` scores: steps-1 additions and one division
+        scores = [d.int(55, 100) for _ in range(steps)]
+        listed = join_words([str(x) for x in scores])
+        text = f"{name} scored {listed} on {steps} {subject} tests. What is {name}'s average score?"
+        total = Fraction(scores[0])
+        for score in scores[1:]:
+            total = w.op(total, "+", score)
+        return text, w.op(total, "/", steps)
+    count = steps - 1  # the score needed next: one product, count-1 additions, one subtraction
+    scores = [d.int(60, 95) for _ in range(count)]
+    goal = d.int((sum(scores) + 60) // (count + 1) + 1, (sum(scores) + 100) // (count + 1))
+    listed = join_words([str(x) for x in scores])
+    text = (
+        f"{name} scored {listed} on {count} {subject} test{'s' if count > 1 else ''}. What must {name} score on the "
+        f"next test to have an average of exactly {goal} over all {count + 1} tests?"
+    )
+    needed = w.op(goal, "*", count + 1)
+    total = Fraction(scores[0])
+    for score in scores[1:]:
+        total = w.op(total, "+", score)
+    return text, w.op(needed, "-", total)
+
+
+def packing(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    # ops: 2*batches - 1 to count what was baked, one division into bags, plus one per extra event
+    extras = [e for e in range(0, 4) if (steps - e) % 2 == 0 and 1 <= (steps - e) // 2 <= 3]
+    chosen = d.sample(("brought", "eaten", "gift"), d.pick(extras))
+    batches = (steps - len(chosen)) // 2
+    name = d.pick(NAMES)
+    food = d.pick(("cookies", "muffins", "dumplings", "cupcakes", "bread rolls"))
+    size = d.pick((2, 3, 4, 5, 6, 8, 10, 12))
+    if "eaten" in chosen:  # the family eats what does not fit into full bags (and maybe one bag more)
+        trays = [(d.int(2, 6), d.int(6, 24)) for _ in range(batches)]
+        brought = d.int(3, 20) if "brought" in chosen else 0
+        before = sum(a * b for a, b in trays) + brought
+        size = min(size, before // 3)
+        eaten = before % size or size
+    else:  # trays of a multiple of the bag size
+        trays = [(d.int(2, 6), size * d.int(2, max(2, 24 // size))) for _ in range(batches)]
+        brought = size * d.int(1, 4) if "brought" in chosen else 0
+        eaten = 0
+    parts = [f"{name} bakes {join_words([f'{a} trays of {b} {food}' for a, b in trays])}."]
+    total = None
+    for a, b in trays:
+        made = w.op(a, "*", b)
+        total = made if total is None else w.op(total, "+", made)
+    if brought:
+        parts.append(f"A friend brings {brought} more {food}.")
+        total = w.op(total, "+", brought)
+    if eaten:
+        parts.append(f"The family eats {eaten} of them.")
+        total = w.op(total, "-", eaten)
+    parts.append(f"{name} packs {'the rest' if eaten else 'them all'} into bags of {size}.")
+    bags = w.op(total, "/", size)
+    if "gift" in chosen:
+        given = d.int(1, int(bags) - 1)
+        parts.append(f"{name} gives {given} bag{'s' if given > 1 else ''} to the neighbors.")
+        return " ".join([*parts, f"How many bags does {name} keep?"]), w.op(bags, "-", given)
+    return " ".join([*parts, "How many bags are there?"]), bags
+
+
+def growth(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    periods = steps - 1
+    every = d.int(2, 6)
+    if d.chance(0.6):
+        start, factor = d.int(2, 60), d.pick((2, 3))
+        verb = "doubles" if factor == 2 else "triples"
+        thing = d.pick(("bacteria in a dish", "yeast cells", "followers of a new account", "algae cells"))
+        text = f"There are {start} {thing}. The number {verb} every {every} hours. How many are there after {every * periods} hours?"
+        symbol = "*"
+    else:
+        factor = 2
+        start = factor**periods * d.int(1, 9)
+        thing = d.pick(("grams of a radioactive sample", "milligrams of a medicine in the blood"))
+        text = f"A lab has {start} {thing}. The amount halves every {every} hours. How many are left after {every * periods} hours?"
+        symbol = "/"
+    count = w.op(every * periods, "/", every)  # the number of periods
+    value = Fraction(start)
+    for _ in range(int(count)):
+        value = w.op(value, symbol, factor)
+    return text, value
+
+
+def painting(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    # ops: 2 for the wall area, windows 0/2/3, coats 0/1, liters 0/1, cost 0/1 (coats and cost need liters)
+    plans = [
+        (windows, coats, liters, cost)
+        for windows in (0, 2, 3)
+        for coats in (0, 1)
+        for liters in (0, 1)
+        for cost in (0, 1)
+        if windows + coats + liters + cost == steps - 2 and liters >= max(coats, cost)
+    ]
+    windows, coats, liters, cost = d.pick(plans)
+    name = d.pick(NAMES)
+    width, height, walls = d.int(3, 8), d.pick((2, 3)), d.pick((2, 3, 4))
+    parts = [f"{name} paints {walls} walls, each {width} m wide and {height} m high."]
+    area = w.op(w.op(width, "*", height), "*", walls)
+    if windows:
+        a, b = d.int(1, 2), d.int(1, 2)
+        parts.append(f"One wall has a {a} m by {b} m window that is not painted.")
+        area = w.op(area, "-", w.op(a, "*", b))
+    if windows == 3:
+        parts.append("Another wall has a 1 m by 1 m window that is not painted either.")
+        area = w.op(area, "-", 1)
+    if not liters:
+        return " ".join([*parts, "How many square meters are painted?"]), area
+    if coats:
+        parts.append("Every wall gets two coats of paint.")
+        area = w.op(area, "*", 2)
+    cover = d.pick((4, 5, 8, 10))
+    parts.append(f"One liter of paint covers {cover} square meters.")
+    amount = w.op(area, "/", cover)
+    if not cost:
+        return " ".join([*parts, "How many liters of paint are needed?"]), amount
+    price = d.pick((4, 5, 8, 10, 12, 16, 20))
+    parts.append(f"Paint is sold by the liter at ${price} per liter.")
+    return " ".join([*parts, "How much does the paint cost, in dollars?"]), w.op(amount, "*", price)
+
+
+def reading(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    name = d.pick(NAMES)
+    phases = steps // 2
+    finish = steps % 2 == 1
+    plan = [(d.int(5, 40), d.int(2, 7)) for _ in range(phases)]
+    last_rate = d.int(10, 50)
+    left_days = d.int(1, 8)
+    pages = sum(r * n for r, n in plan) + (last_rate * left_days if finish else d.int(10, 120))
+    book = d.pick(("novel", "biography", "textbook", "fantasy saga", "cookbook"))
+    said = ". Then ".join(f"{name} reads {r} pages a day for {n} days" for r, n in plan)
+    parts = [f"A {book} has {pages} pages. {said}."]
+    left = Fraction(pages)
+    for rate, days in plan:
+        left = w.op(left, "-", w.op(rate, "*", days))
+    if finish:
+        parts.append(f"How many more days does {name} need to finish the book at {last_rate} pages a day?")
+        return " ".join(parts), w.op(left, "/", last_rate)
+    return " ".join([*parts, "How many pages are left to read?"]), left
+
+
+FAMILIES = {
+    "ages": ages,
+    "comparisons": comparisons,
+    "trip_legs": trip_legs,
+    "funnel": funnel,
+    "ratios": ratios,
+    "unit_conversion": unit_conversion,
+    "recipe_scaling": recipe_scaling,
+    "mixtures": mixtures,
+    "task_time": task_time,
+    "work_together": work_together,
+    "trains": trains,
+    "fencing": fencing,
+    "averages": averages,
+    "packing": packing,
+    "growth": growth,
+    "painting": painting,
+    "reading": reading,
+}
