@@ -31,6 +31,7 @@ from leaderboard.schema import (
     allowed_member,
     build_manifest,
 )
+from leaderboard.suite import Suite
 
 SUFFIX = ".ragen.tar.gz"
 
@@ -198,11 +199,14 @@ def pack_run(
     contact: str,
     date: str | None = None,
     notes: str = "",
+    suite: Suite | None = None,
+    secret: bytes | None = None,
 ) -> Path:
     """Pack the finished suite run at ``run_dir`` into the submission ``out``; return its path.
 
     Package version, git commit, agent and suite are taken from the run's ``config.json``; the run must
-    have been made on a suite (``harness run … --suite official``).
+    be one agent on a suite split (``harness run <agent> --suite official``). ``suite`` restricts the match
+    to that suite (default: any built-in one); ``secret`` lets a hidden-split run match.
     """
     import datetime as dt
 
@@ -213,7 +217,7 @@ def pack_run(
         config = json.loads(files["config.json"])
     except json.JSONDecodeError as exc:
         raise ValueError(f"{run_dir}/config.json is not valid JSON: {exc}") from None
-    identity = run_identity(config)
+    identity = run_identity(config, suite, secret)
     metadata = SubmissionMetadata(
         model_name=model_name,
         org=org,

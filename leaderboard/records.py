@@ -1,16 +1,18 @@
-"""Reading a harness run's records (config.json, episodes.jsonl) into what the replay needs.
+"""The harness's run files (config.json, episodes.jsonl) as the leaderboard reads them.
 
-This is the only module that knows the field names of the harness's run files, so a change there is a
-change here only.
+This is the only module that knows the field names of :mod:`harness.records` and :mod:`harness.runner`,
+so a change there is a change here only. It also turns a suite split into a harness ``RunConfig``
+(``harness run … --suite official``) and finds which suite split a run's config.json is.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from leaderboard.suite import SUITES, Suite
 
 
 class RecordError(ValueError):
@@ -18,26 +20,14 @@ class RecordError(ValueError):
 
 
 @dataclass(frozen=True)
-class Turn:
-    response: str
-    observation: str
-    """The observation ``step(response)`` returned."""
-    reward: float
-    terminated: bool
-    truncated: bool
-    success: bool
-
-
-@dataclass(frozen=True)
 class EpisodeRecord:
+    """One line of episodes.jsonl, type-checked; ``raw`` is the parsed dict (harness metrics take it)."""
+
     line: int
     env_id: str
     env_kwargs: dict[str, Any]
     seed: int
     sample: int
-    initial_observation: str
-    turns: tuple[Turn, ...]
-    success: bool
     raw: dict[str, Any]
 
     @property
@@ -45,63 +35,53 @@ class EpisodeRecord:
         return f"episode {self.env_id} seed {self.seed} sample {self.sample} (episodes.jsonl line {self.line})"
 
     @property
-    def episode_return(self) -> float:
-        return math.fsum(turn.reward for turn in self.turns)
+    def turns(self) -> list[dict[str, Any]]:
+        return self.raw["turns"]
 
 
-def _get(mapping: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+def _check(mapping: Any, key: str, kind: type | tuple[type, ...], where: str, nullable: bool = False) -> Any:
     if not isinstance(mapping, dict) or key not in mapping:
         raise RecordError(f"{where}: missing field {key!r}")
     value = mapping[key]
-    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
-        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+    if value is None and nullable:
+        return value
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        names = "/".join(k.__name__ for k in kinds)
         raise RecordError(f"{where}: field {key!r} must be {names}, got {type(value).__name__}")
     return value
+
+
+_TURN_FIELDS = (
+    ("prompt", list, False), ("prefill", str, False), ("response", str, False), ("reasoning", str, True),
+    ("observation", str, False), ("reward", (int, float), False), ("terminated", bool, False),
+    ("truncated", bool, False), ("info", dict, False), ("turn", int, False),
+)  # fmt: skip
 
 
 def parse_episode(line_number: int, obj: Any) -> EpisodeRecord:
     """One parsed JSON line of episodes.jsonl as an :class:`EpisodeRecord`; :class:`RecordError` if malformed."""
     where = f"episodes.jsonl line {line_number}"
-    env_id = _get(obj, "env_id", str, where)
-    seed = _get(obj, "seed", int, where)
-    sample = _get(obj, "sample", int, where)
+    if not isinstance(obj, dict):
+        raise RecordError(f"{where}: an episode must be a JSON object")
+    env_id = _check(obj, "env_id", str, where)
+    seed = _check(obj, "seed", int, where)
+    sample = _check(obj, "sample", int, where)
     where = f"episode {env_id} seed {seed} sample {sample} (episodes.jsonl line {line_number})"
-    kwargs = obj.get("env_kwargs", {})
-    if not isinstance(kwargs, dict):
-        raise RecordError(f"{where}: field 'env_kwargs' must be an object")
-    turns_raw = _get(obj, "turns", list, where)
-    initial = _get(obj, "initial_observation", str, where)
-    turns = []
-    for index, turn in enumerate(turns_raw):
-        at = f"{where} turn {index + 1}"
-        reward = _get(turn, "reward", (int, float), at)
-        if isinstance(reward, bool):
-            raise RecordError(f"{at}: field 'reward' must be a number")
-        info = _get(turn, "info", dict, at)
-        turns.append(
-            Turn(
-                response=_get(turn, "response", str, at),
-                observation=_get(turn, "observation", str, at),
-                reward=reward,
-                terminated=_get(turn, "terminated", bool, at),
-                truncated=_get(turn, "truncated", bool, at),
-                success=_get(info, "success", bool, at + " info"),
-            )
-        )
-    return EpisodeRecord(
-        line=line_number,
-        env_id=env_id,
-        env_kwargs=kwargs,
-        seed=seed,
-        sample=sample,
-        initial_observation=initial,
-        turns=tuple(turns),
-        success=_get(obj, "success", bool, where),
-        raw=obj,
-    )
+    kwargs = _check(obj, "env_kwargs", dict, where)
+    for key, kind in (("agent", str), ("instructions", str), ("initial_observation", str), ("turns", list),
+                      ("success", bool), ("return", (int, float))):  # fmt: skip
+        _check(obj, key, kind, where)
+    for index, turn in enumerate(obj["turns"], start=1):
+        at = f"{where} turn {index}"
+        if not isinstance(turn, dict):
+            raise RecordError(f"{at}: a turn must be a JSON object")
+        for key, kind, nullable in _TURN_FIELDS:
+            _check(turn, key, kind, at, nullable)
+    return EpisodeRecord(line_number, env_id, kwargs, seed, sample, obj)
 
 
-def iter_episode_lines(data: bytes) -> Iterator[tuple[int, Any | None, str]]:
+def iter_episode_lines(data: bytes) -> Iterator[tuple[int, Any, str]]:
     """``(line number, parsed object or None, error)`` for every non-empty line of an episodes.jsonl."""
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
@@ -112,24 +92,72 @@ def iter_episode_lines(data: bytes) -> Iterator[tuple[int, Any | None, str]]:
             yield number, None, f"episodes.jsonl line {number}: malformed JSON ({exc})"
 
 
-def run_identity(config: dict[str, Any]) -> dict[str, str]:
-    """The submission metadata a run's config.json supplies: versions, commit, agent, suite and split."""
+# ---- config.json <-> suites ---------------------------------------------------------------------------------
+def _plans(config: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], int, dict[str, Any]]]:
+    """``{env_id: (seeds, samples, kwargs)}`` from config.json's ``run.envs``."""
+    plans = {}
+    for plan in config["run"]["envs"]:
+        seeds = tuple(range(int(plan["seed_start"]), int(plan["seed_start"]) + int(plan["episodes"])))
+        plans[plan["env_id"]] = (seeds, int(plan["samples"]), dict(plan.get("kwargs") or {}))
+    return plans
+
+
+def split_plans(suite: Suite, split: str, secret: bytes | None = None) -> dict[str, tuple[tuple[int, ...], int, dict]]:
+    """The same shape as :func:`_plans`, for a suite split."""
+    return {e.env_id: (suite.seeds(e.env_id, split, secret), e.samples_per_seed, dict(e.kwargs)) for e in suite.entries}
+
+
+def identify_run(config: Any, suite: Suite | None = None, secret: bytes | None = None) -> tuple[Suite, str]:
+    """The (suite, split) whose envs, kwargs, seeds and samples a run's config.json equals; ``ValueError`` if none.
+
+    Tries ``suite`` if given, else every built-in suite; the hidden split only with the secret.
+    """
     if not isinstance(config, dict):
         raise ValueError("config.json must hold a JSON object")
-    suite = config.get("suite")
-    if not isinstance(suite, dict):
-        raise ValueError(
-            "this run was not made on a leaderboard suite: rerun it with `harness run <agent> --suite official`"
-        )
     try:
-        return {
-            "package_version": str(config["package_version"]),
-            "git_commit": str(config.get("git_commit") or "unknown"),
-            "agent": str(config["agent"]),
-            "suite": str(suite["name"]),
-            "suite_version": str(suite["version"]),
-            "split": str(suite.get("split", "official")),
-            "suite_fingerprint": str(suite["fingerprint"]),
-        }
-    except KeyError as exc:
-        raise ValueError(f"config.json is missing the field {exc}") from None
+        plans = _plans(config)
+        agents = config["run"]["agents"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"config.json is not a harness run config ({type(exc).__name__}: {exc})") from None
+    if len(agents) != 1:
+        raise ValueError(f"a submission is one agent, but this run has {len(agents)}: {agents}; run each agent alone")
+    candidates = [suite] if suite is not None else list(SUITES.values())
+    for candidate in candidates:
+        splits = ["official"] + (["hidden"] if candidate.hidden is not None and secret is not None else [])
+        for split in splits:
+            try:
+                if split_plans(candidate, split, secret) == plans:
+                    return candidate, split
+            except ValueError:
+                continue
+    names = ", ".join(c.label for c in candidates)
+    raise ValueError(
+        f"this run's envs, seeds and samples are not a leaderboard split ({names}): "
+        "make the run with `harness run <agent> --suite official`"
+    )
+
+
+def run_identity(config: Any, suite: Suite | None = None, secret: bytes | None = None) -> dict[str, str]:
+    """The submission metadata a run's config.json supplies: versions, commit, agent, suite and split."""
+    found, split = identify_run(config, suite, secret)
+    return {
+        "package_version": str(config.get("package_version") or "unknown"),
+        "git_commit": str(config.get("git_commit") or "unknown"),
+        "agent": str(config["run"]["agents"][0]),
+        "suite": found.name,
+        "suite_version": found.version,
+        "split": split,
+        "suite_fingerprint": found.fingerprint(),
+    }
+
+
+def suite_run_config(suite: Suite, agent: str, split: str = "official", secret: bytes | None = None, **options: Any):
+    """The harness ``RunConfig`` that evaluates ``agent`` on a suite split (``options``: other RunConfig fields)."""
+    from harness.config import EnvPlan, RunConfig
+
+    envs = []
+    for env_id, (seeds, samples, kwargs) in split_plans(suite, split, secret).items():
+        if list(seeds) != list(range(seeds[0], seeds[0] + len(seeds))):
+            raise ValueError(f"{env_id}: the harness runs seed ranges; suite {suite.label} lists non-consecutive seeds")
+        envs.append(EnvPlan(env_id, episodes=len(seeds), samples=samples, seed_start=seeds[0], kwargs=kwargs))
+    return RunConfig(agents=(agent,), envs=tuple(envs), **options)

@@ -6,10 +6,14 @@ seed range) ships as a new ``version``, and a submission names the suite and ver
 Two splits:
 
 - ``official``: public seeds, listed in the suite. Anyone can run them (``harness run … --suite official``).
-- ``hidden``: seeds derived from a maintainer's secret, ``HMAC-SHA256(secret, "<season>/<env id>/<index>")``,
-  so they cannot be guessed or trained on. Only ``sha256(secret)`` is published (``HiddenSplit``); a
-  maintainer evaluates a model on the hidden seeds of a season, and ``leaderboard verify --secret-file``
-  checks such a submission. A new season is a new secret.
+- ``hidden``: seeds derived from a maintainer's secret: per env, consecutive seeds from a start
+  ``HMAC-SHA256(secret, "<season>/<env id>")`` in [2**20, 2**31), so they cannot be guessed or trained
+  on. Only ``sha256(secret)`` is published (``HiddenSplit``); a maintainer evaluates a model on the hidden
+  seeds of a season (``harness run … --suite official --split hidden --secret-file F``), and
+  ``leaderboard verify --secret-file F`` checks such a submission. A new season is a new secret.
+
+A run is matched to a suite by its content: the harness's config.json lists each env's id, kwargs, seed
+range and samples, and :func:`identify_run` finds the suite and split those equal.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ SPLITS = ("official", "hidden")
 HIDDEN_SEED_LOW = 1 << 20
 """Hidden seeds lie in [2**20, 2**31): disjoint from the small public seed ranges."""
 
-_ENV_ID = re.compile(r"^ragen/[A-Za-z][A-Za-z0-9]*-v(\d+)$")
+_ENV_ID = re.compile(r"^ragen/[A-Za-z][A-Za-z0-9_.-]*-v(\d+)$")
 
 
 def env_version(env_id: str) -> int:
@@ -116,18 +120,14 @@ class HiddenSplit:
 
 
 def hidden_seeds(secret: bytes, season: str, env_id: str, count: int) -> tuple[int, ...]:
-    """``count`` distinct seeds in [2**20, 2**31): HMAC-SHA256(secret, f"{season}/{env_id}/{index}"), index 0, 1, …"""
-    seeds: list[int] = []
-    seen: set[int] = set()
-    index = 0
-    while len(seeds) < count:
-        digest = hmac.new(secret, f"{season}/{env_id}/{index}".encode(), hashlib.sha256).digest()
-        seed = HIDDEN_SEED_LOW + int.from_bytes(digest[:8], "big") % (2**31 - HIDDEN_SEED_LOW)
-        index += 1
-        if seed not in seen:  # a collision is astronomically rare, but a duplicate seed would break the split
-            seen.add(seed)
-            seeds.append(seed)
-    return tuple(seeds)
+    """``count`` consecutive seeds from a secret start in [2**20, 2**31): HMAC-SHA256(secret, "<season>/<env id>").
+
+    Consecutive, so a hidden split runs through the harness like the public one (an env plan is a seed
+    range); the start is one of ~2**31 values that cannot be guessed without the secret.
+    """
+    digest = hmac.new(secret, f"{season}/{env_id}".encode(), hashlib.sha256).digest()
+    start = HIDDEN_SEED_LOW + int.from_bytes(digest[:8], "big") % (2**31 - HIDDEN_SEED_LOW - count)
+    return tuple(range(start, start + count))
 
 
 def new_secret() -> tuple[bytes, str]:
@@ -285,7 +285,12 @@ _OFFICIAL_SEEDS = tuple(range(10_000, 10_064))
 OFFICIAL = Suite(
     name="official",
     version="1",
-    entries=(SuiteEntry("ragen/Bandit-v0", _OFFICIAL_SEEDS, samples_per_seed=4),),
+    entries=(
+        SuiteEntry("ragen/Sokoban-v0", _OFFICIAL_SEEDS, samples_per_seed=4),
+        SuiteEntry("ragen/FrozenLake-v0", _OFFICIAL_SEEDS, samples_per_seed=4),
+        SuiteEntry("ragen/Bandit-v0", _OFFICIAL_SEEDS, samples_per_seed=4),
+        SuiteEntry("ragen/Countdown-v0", _OFFICIAL_SEEDS, samples_per_seed=4),
+    ),
     hidden=HiddenSplit(
         season="2026-s1",
         # sha256 of the season's secret; the secret itself stays with the maintainers.

@@ -1,8 +1,10 @@
-"""The numbers the leaderboard shows, recomputed from replayed episodes, and the check of a run's summary.
+"""The run summary, recomputed from the replayed episodes with the harness's own metric functions.
 
-Replayable metrics (success, return, turns) are recomputed here from the episodes and must equal the
-run's ``summary.json``. Collapse metrics (MI proxies, entropy) need the model's log-probs, which a replay
-does not have: they are read from the summary and shown as *self-reported*.
+Replayable metrics (success, return, invalid actions, turns, in-group reward spread, pass@k) are pure
+functions of the episodes, which the replay has just proven: they are recomputed with
+``harness.report.EPISODE_METRICS`` and must equal summary.json exactly (value, stderr and n). Metrics
+that need the model (token counts and entropy, the MI proxy family) cannot be replayed: they are read
+from summary.json and shown as *self-reported* (a maintainer's ``leaderboard rerun`` replaces them).
 """
 
 from __future__ import annotations
@@ -13,95 +15,129 @@ from typing import Any
 
 from leaderboard.records import EpisodeRecord
 
-REPLAYABLE = ("success_rate", "mean_return", "mean_turns")
-SELF_REPORTED = ("mi_estimate", "retrieval_accuracy", "retrieval_chance", "mi_zscore", "token_entropy",
-                 "cond_entropy_estimate", "reasoning_entropy_estimate")  # fmt: skip
+SELF_REPORTED_EPISODE_METRICS = ("mean_tokens", "token_entropy")
+MI_SCHEME = "trajectory"
+"""The MI sampling scheme the site shows (the harness's report table shows the same one)."""
+SITE_COLLAPSE = {
+    "mi_estimate": f"{MI_SCHEME}/mi_estimate",
+    "retrieval_accuracy": f"{MI_SCHEME}/retrieval_accuracy",
+    "retrieval_chance": f"{MI_SCHEME}/retrieval_chance",
+    "mi_zscore": f"{MI_SCHEME}/mi_zscore",
+    "token_entropy": "token_entropy",
+}
 
 
-def _mean_se(values: list[float]) -> tuple[float, float]:
-    n = len(values)
-    mean = math.fsum(values) / n
-    if n < 2:
-        return mean, float("nan")
-    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
-    return mean, math.sqrt(var / n)
+def _replayable_metrics(samples: int) -> list[tuple[str, Any]]:
+    from harness import metrics as m
+    from harness.report import EPISODE_METRICS
+
+    chosen = [(name, fn) for name, fn in EPISODE_METRICS if name not in SELF_REPORTED_EPISODE_METRICS]
+    return [*chosen, ("pass@k", lambda eps, k=samples: m.pass_at_k(eps, k))]
 
 
-def recompute_summary(records: list[EpisodeRecord], suite: Any) -> dict[str, Any]:
-    """Per env of ``suite``: episodes, success rate ± se, mean return ± se, mean turns; and their macro mean."""
-    by_env: dict[str, list[EpisodeRecord]] = defaultdict(list)
-    for record in records:
-        by_env[record.env_id].append(record)
-    envs: dict[str, Any] = {}
-    for env_id in suite.env_ids:
-        rows = by_env.get(env_id, [])
-        if not rows:
-            envs[env_id] = {"episodes": 0}
-            continue
-        success, success_se = _mean_se([float(r.success) for r in rows])
-        ret, ret_se = _mean_se([r.episode_return for r in rows])
-        turns, _ = _mean_se([float(len(r.turns)) for r in rows])
+def recompute_rows(records: list[EpisodeRecord], suite: Any) -> dict[str, dict[str, Any]]:
+    """``{env_id: {metric: {"value", "stderr", "n"} | {..., "unavailable"}}}`` for the replayable metrics."""
+    from harness import metrics as m
+    from harness.records import sort_episodes
+
+    grouped: dict[str, list[dict]] = defaultdict(list)
+    for record in sort_episodes([r.raw for r in records]):
+        grouped[record["env_id"]].append(record)
+    rows = {}
+    for entry in suite.entries:
+        episodes = grouped.get(entry.env_id, [])
+        row = {}
+        for name, fn in _replayable_metrics(entry.samples_per_seed):
+            try:
+                row[name] = fn(episodes).to_json()
+            except (m.MetricUnavailable, ValueError) as exc:
+                row[name] = {"value": None, "stderr": None, "n": 0, "unavailable": str(exc)}
+        rows[entry.env_id] = {"episodes": len(episodes), "metrics": row}
+    return rows
+
+
+def site_numbers(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the site shows per env (success ± se, return, turns, episodes) and the overall macro mean."""
+    envs = {}
+    for env_id, row in rows.items():
+        metrics = row["metrics"]
         envs[env_id] = {
-            "episodes": len(rows),
-            "success_rate": success,
-            "success_se": success_se,
-            "mean_return": ret,
-            "return_se": ret_se,
-            "mean_turns": turns,
+            "episodes": row["episodes"],
+            "success_rate": metrics["success_rate"].get("value"),
+            "success_se": metrics["success_rate"].get("stderr"),
+            "mean_return": metrics["mean_return"].get("value"),
+            "return_se": metrics["mean_return"].get("stderr"),
+            "mean_turns": metrics["mean_turns"].get("value"),
+            "invalid_action_rate": metrics["invalid_action_rate"].get("value"),
+            "pass_at_k": metrics["pass@k"].get("value"),
         }
-    rates = [v["success_rate"] for v in envs.values() if "success_rate" in v]
-    overall = {"success_rate": math.fsum(rates) / len(rates) if rates else float("nan"), "envs": len(rates)}
+    rates = [v["success_rate"] for v in envs.values() if v["success_rate"] is not None]
+    overall = {"success_rate": math.fsum(rates) / len(rates) if len(rates) == len(envs) and rates else None}
     return {"envs": envs, "overall": overall}
 
 
-def _summary_rows(summary_doc: Any) -> list[dict[str, Any]]:
-    rows = summary_doc.get("rows") if isinstance(summary_doc, dict) else None
-    return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+def _rows_of(summary_doc: Any, agent: str) -> dict[str, dict[str, Any]] | str:
+    if not isinstance(summary_doc, dict) or not isinstance(summary_doc.get("rows"), list):
+        return "summary.json has no 'rows' list"
+    rows: dict[str, dict[str, Any]] = {}
+    for row in summary_doc["rows"]:
+        if not isinstance(row, dict) or not isinstance(row.get("metrics"), dict):
+            return "summary.json has a malformed row"
+        if row.get("agent") != agent:
+            return f"summary.json has a row for agent {row.get('agent')!r}; the run's agent is {agent!r}"
+        if row.get("env_id") in rows:
+            return f"summary.json has two rows for {row.get('env_id')!r}"
+        rows[row.get("env_id")] = row
+    return rows
 
 
-def _value(entry: Any) -> Any:
-    return entry.get("value") if isinstance(entry, dict) else entry
-
-
-def compare_summaries(summary_doc: Any, records: list[EpisodeRecord]) -> list[str]:
-    """Problems where summary.json's replayable metrics differ from those recomputed from ``records``."""
-    rows = _summary_rows(summary_doc)
-    if not rows:
-        return ["summary.json has no per-env rows"]
-
-    class _Suite:
-        env_ids = tuple(sorted({r.env_id for r in records}))
-
-    mine = recompute_summary(records, _Suite)["envs"]
+def compare_summaries(summary_doc: Any, recomputed: dict[str, dict[str, Any]], agent: str) -> list[str]:
+    """Problems where summary.json's replayable metrics differ from ``recomputed`` (by env, metric)."""
+    claimed = _rows_of(summary_doc, agent)
+    if isinstance(claimed, str):
+        return [claimed]
     problems = []
-    for row in rows:
-        env_id = row.get("env_id")
-        if env_id not in mine:
-            problems.append(f"summary.json has a row for {env_id!r}, which has no episodes")
+    for env_id in sorted(set(claimed) - set(recomputed)):
+        problems.append(f"summary.json has a row for {env_id!r}, which is not in the suite")
+    for env_id, mine in recomputed.items():
+        row = claimed.get(env_id)
+        if row is None:
+            problems.append(f"summary.json has no row for {env_id}")
             continue
-        for key in REPLAYABLE:
-            claimed = _value(row.get(key))
-            actual = mine[env_id].get(key)
-            if not isinstance(claimed, (int, float)) or isinstance(claimed, bool):
-                problems.append(f"summary.json {env_id} {key}: missing or not a number")
-            elif not math.isclose(claimed, actual, rel_tol=1e-9, abs_tol=1e-12):
-                problems.append(f"summary.json {env_id} {key}: claims {claimed!r}, the episodes give {actual!r}")
-    missing = sorted(set(mine) - {row.get("env_id") for row in rows})
-    problems.extend(f"summary.json has no row for {env_id}" for env_id in missing)
+        if row.get("episodes") != mine["episodes"]:
+            problems.append(
+                f"summary.json {env_id}: claims {row.get('episodes')!r} episodes, the archive holds {mine['episodes']}"
+            )
+        for name, value in mine["metrics"].items():
+            theirs = row["metrics"].get(name)
+            if not isinstance(theirs, dict):
+                problems.append(f"summary.json {env_id} {name}: missing")
+                continue
+            ours = {k: value.get(k) for k in ("value", "stderr", "n")}
+            if {k: theirs.get(k) for k in ("value", "stderr", "n")} != ours:
+                problems.append(
+                    f"summary.json {env_id} {name}: claims {theirs.get('value')!r} (stderr {theirs.get('stderr')!r}, "
+                    f"n {theirs.get('n')!r}); the replayed episodes give {ours['value']!r} (stderr {ours['stderr']!r}, n {ours['n']!r})"
+                )
     return problems
 
 
 def self_reported_metrics(summary_doc: Any) -> dict[str, dict[str, float | None]]:
-    """Per env: the collapse metrics the run reported (None where the agent could not score)."""
+    """Per env: the collapse metrics the run reported, under the site's names (None where unavailable)."""
     out: dict[str, dict[str, float | None]] = {}
-    for row in _summary_rows(summary_doc):
-        env_id = row.get("env_id")
-        if not isinstance(env_id, str):
+    rows = summary_doc.get("rows") if isinstance(summary_doc, dict) else None
+    for row in rows if isinstance(rows, list) else []:
+        if (
+            not isinstance(row, dict)
+            or not isinstance(row.get("env_id"), str)
+            or not isinstance(row.get("metrics"), dict)
+        ):
             continue
         values = {}
-        for key in SELF_REPORTED:
-            value = _value(row.get(key))
+        for site_name, key in SITE_COLLAPSE.items():
+            metric = row["metrics"].get(key)
+            value = metric.get("value") if isinstance(metric, dict) else None
             ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            values[key] = float(value) if ok else None
-        out[env_id] = values
+            values[site_name] = float(value) if ok else None
+        out[row["env_id"]] = values
     return out

@@ -27,7 +27,7 @@ from leaderboard.pack import ArchiveError, Limits, read_archive
 from leaderboard.records import EpisodeRecord, RecordError, iter_episode_lines, parse_episode, run_identity
 from leaderboard.schema import METADATA, SubmissionMetadata, check_manifest
 from leaderboard.suite import Episode, Suite, env_version, find_suite
-from leaderboard.summary import compare_summaries, recompute_summary, self_reported_metrics
+from leaderboard.summary import compare_summaries, recompute_rows, self_reported_metrics, site_numbers
 
 MAX_LISTED = 200
 """Problems of one kind beyond this many are counted, not listed (a 10,000-episode forgery stays readable)."""
@@ -78,10 +78,22 @@ def _load_json(members: dict[str, bytes], name: str, problems: _Problems) -> Any
 
 
 class Replayer:
-    """Replays episode records; keeps one env per (id, kwargs) and reuses it across seeds."""
+    """Replays episode records exactly as the harness rolled them out; one env per (id, kwargs), reused.
 
-    def __init__(self) -> None:
+    ``context_turns`` is the run's prompt window (config.json): the recorded prompt of every turn must be
+    the one the harness builds from the replayed observations and the recorded earlier responses, so an
+    edit to any non-final response (reasoning included) shows as a prompt mismatch on the next turn.
+    """
+
+    def __init__(self, context_turns: int | None = None) -> None:
+        from harness.prompting import build_context, prefill_for, user_message
+        from harness.records import jsonable
+        from harness.runner import reasoning_of
+
         self._envs: dict[str, Any] = {}
+        self.context_turns = context_turns
+        self._build_context, self._prefill_for, self._user_message = build_context, prefill_for, user_message
+        self._jsonable, self._reasoning_of = jsonable, reasoning_of
 
     def _env(self, env_id: str, kwargs: dict[str, Any]) -> Any:
         key = env_id + json.dumps(kwargs, sort_keys=True)
@@ -96,37 +108,71 @@ class Replayer:
 
     def replay(self, record: EpisodeRecord) -> str | None:
         """None when ``record`` replays exactly, else the first difference, naming the episode and turn."""
-        name = record.name
+        name, raw = record.name, record.raw
         try:
             env = self._env(record.env_id, record.env_kwargs)
         except Exception as exc:  # an unknown id or bad kwargs in a hostile record must not crash verify
             return f"{name}: cannot create the env ({type(exc).__name__}: {exc})"
         observation, info = env.reset(seed=record.seed)
-        if observation != record.initial_observation:
+        if raw["instructions"] != info["instructions"]:
+            return f"{name}: the recorded instructions differ from the env's"
+        if observation != raw["initial_observation"]:
             return f"{name}: the initial observation differs from the env's for this seed"
-        done = False
-        for index, turn in enumerate(record.turns, start=1):
-            if done:
-                return f"{name}: turn {index} was recorded after the episode ended at turn {index - 1}"
-            observation, reward, terminated, truncated, info = env.step(turn.response)
+        reset_info = self._jsonable({k: v for k, v in info.items() if k != "instructions"})
+        if "reset_info" in raw and raw["reset_info"] != reset_info:
+            return f"{name}: the recorded reset info differs from the env's"
+        response_format = env.unwrapped.response_format
+        prefill = self._prefill_for(response_format)
+        system = {"role": "system", "content": info["instructions"]}
+        exchanges: list[tuple[dict, dict]] = []
+        current = self._user_message(1, observation, None)
+        done, rewards = False, []
+        for index, turn in enumerate(raw["turns"], start=1):
             where = f"{name} turn {index}"
-            if observation != turn.observation:
+            if done:
+                return f"{where}: recorded after the episode ended at turn {index - 1}"
+            if turn["turn"] != index:
+                return f"{where}: numbered {turn['turn']!r}"
+            context = self._build_context(system, exchanges, current, prefill, self.context_turns)
+            if turn["prompt"] != list(context.messages):
+                return f"{where}: the recorded prompt differs from the one the harness builds (an earlier response or observation was edited)"
+            response = turn["response"]
+            if turn["prefill"] != prefill or not response.startswith(prefill):
+                return f"{where}: the response does not start with the prefill {prefill!r}"
+            if turn["reasoning"] != self._reasoning_of(response, response_format):
+                return f"{where}: the recorded reasoning is not the response's"
+            observation, reward, terminated, truncated, info = env.step(response)
+            reward = float(reward)
+            if observation != turn["observation"]:
                 return f"{where}: the observation differs from the replay"
-            if reward != turn.reward or math.copysign(1.0, reward) != math.copysign(1.0, turn.reward):
-                return f"{where}: recorded reward {turn.reward!r}, replay gives {reward!r}"
-            if terminated != turn.terminated or truncated != turn.truncated:
+            recorded = turn["reward"]
+            if reward != recorded or math.copysign(1.0, reward) != math.copysign(1.0, recorded):
+                return f"{where}: recorded reward {recorded!r}, replay gives {reward!r}"
+            if terminated != turn["terminated"] or truncated != turn["truncated"]:
                 return (
-                    f"{where}: recorded terminated={turn.terminated} truncated={turn.truncated}, "
+                    f"{where}: recorded terminated={turn['terminated']} truncated={turn['truncated']}, "
                     f"replay gives terminated={terminated} truncated={truncated}"
                 )
-            if bool(info.get("success")) != turn.success:
-                return f"{where}: recorded success={turn.success}, replay gives {bool(info.get('success'))}"
+            replay_info = self._jsonable(info)
+            if replay_info != turn["info"]:
+                keys = sorted(
+                    k for k in set(replay_info) | set(turn["info"]) if replay_info.get(k) != turn["info"].get(k)
+                )
+                return f"{where}: info differs from the replay in {', '.join(map(repr, keys[:5]))}"
+            rewards.append(reward)
             done = terminated or truncated
+            if not done:
+                exchanges.append((current, {"role": "assistant", "content": response}))
+                current = self._user_message(index + 1, observation, reward)
         if not done:
-            return f"{name}: the record ends after {len(record.turns)} turn(s) but the episode had not ended"
-        final = bool(info.get("success"))
-        if record.success != final:
-            return f"{name}: recorded final success={record.success}, replay gives {final}"
+            return f"{name}: the record ends after {len(raw['turns'])} turn(s) but the episode had not ended"
+        final = bool(info.get("success", False))
+        if raw["success"] != final:
+            return f"{name}: recorded final success={raw['success']}, replay gives {final}"
+        if raw["return"] != float(sum(rewards)):
+            return f"{name}: recorded return {raw['return']!r}, the replayed rewards sum to {float(sum(rewards))!r}"
+        if raw.get("num_turns", len(rewards)) != len(rewards):
+            return f"{name}: recorded num_turns {raw.get('num_turns')!r}, replay has {len(rewards)}"
         return None
 
     def close(self) -> None:
@@ -191,34 +237,35 @@ def verify(
         return Report(ok=False, problems=problems.close())
 
     # ---- which split this must be ----------------------------------------------------------------------
+    if metadata.split == "hidden" and secret is None:
+        problems.add(
+            "split", "this is a hidden-split submission: verifying it needs the maintainer's secret (--secret-file)"
+        )
+        return Report(ok=False, problems=problems.close())
+    if suite is None:
+        suite = find_suite(metadata.suite, metadata.suite_version)
+        if suite is None:
+            problems.add("suite", f"unknown suite {metadata.suite}-{metadata.suite_version}: not a leaderboard suite")
+            return Report(ok=False, problems=problems.close())
     try:
-        identity = run_identity(config)
+        if secret is not None and suite.hidden is not None:
+            suite.hidden.check_secret(secret)
+        identity = run_identity(config, suite, secret)
     except ValueError as exc:
         problems.add("config", f"config.json: {exc}")
         return Report(ok=False, problems=problems.close())
     for key, value in identity.items():
         if getattr(metadata, key) != value:
             problems.add(
-                "metadata", f"{METADATA}: {key} {getattr(metadata, key)!r} disagrees with config.json ({value!r})"
+                "metadata", f"{METADATA}: {key} is {getattr(metadata, key)!r}, the run's config.json says {value!r}"
             )
-    if suite is None:
-        suite = find_suite(metadata.suite, metadata.suite_version)
-        if suite is None:
-            problems.add("suite", f"unknown suite {metadata.suite}-{metadata.suite_version}: not a leaderboard suite")
-            return Report(ok=False, problems=problems.close())
-    if (metadata.suite, metadata.suite_version) != (suite.name, suite.version):
-        problems.add("suite", f"submission is for suite {metadata.suite}-{metadata.suite_version}, not {suite.label}")
-    if metadata.suite_fingerprint != suite.fingerprint():
-        problems.add("suite", f"the run's suite definition differs from {suite.label} (fingerprint mismatch)")
     import ragen_envs
 
     for problem in check_env_versions(suite, ragen_envs.registered_ids()):
         problems.add("version", problem)
-    try:
-        expected = list(suite.episodes(metadata.split, secret))
-    except ValueError as exc:
-        problems.add("split", str(exc))
-        return Report(ok=False, problems=problems.close())
+    split = identity["split"]
+    expected = list(suite.episodes(split, secret))
+    context_turns = config["run"].get("context_turns")
 
     # ---- the episodes: parse, match against the split, replay --------------------------------------------
     records: list[EpisodeRecord] = []
@@ -232,7 +279,7 @@ def verify(
             problems.add("record", str(exc))
     expected_set = Counter(expected)
     seen: Counter[Episode] = Counter()
-    replayer = Replayer()
+    replayer = Replayer(context_turns)
     try:
         for record in records:
             key = Episode(record.env_id, record.seed, record.sample)
@@ -244,10 +291,15 @@ def verify(
                     why = f"wrong env version (suite has {same[0]})" if same else "env not in the suite"
                     problems.add("extra", f"{record.name}: {why}")
                 else:
-                    problems.add("extra", f"{record.name}: not in the {metadata.split} split of {suite.label}")
+                    problems.add("extra", f"{record.name}: not in the {split} split of {suite.label}")
                 continue
             if seen[key] > 1:
                 problems.add("duplicate", f"{record.name}: duplicated (episode already recorded)")
+                continue
+            if record.raw["agent"] != identity["agent"]:
+                problems.add(
+                    "agent", f"{record.name}: agent {record.raw['agent']!r}, the run's is {identity['agent']!r}"
+                )
                 continue
             entry_kwargs = suite.entry(record.env_id).kwargs
             if record.env_kwargs != entry_kwargs:
@@ -265,21 +317,24 @@ def verify(
             problems.add("missing", f"episode {key}: missing from episodes.jsonl")
 
     # ---- the summary --------------------------------------------------------------------------------------
-    unique = {}
+    unique: dict[Episode, EpisodeRecord] = {}
     for record in records:
-        unique.setdefault((record.env_id, record.seed, record.sample), record)
-    recomputed = recompute_summary(list(unique.values()), suite)
+        key = Episode(record.env_id, record.seed, record.sample)
+        if key in expected_set:
+            unique.setdefault(key, record)
+    recomputed = recompute_rows(list(unique.values()), suite)
     if summary_doc is not None:
-        for problem in compare_summaries(summary_doc, list(unique.values())):
+        for problem in compare_summaries(summary_doc, recomputed, identity["agent"]):
             problems.add("summary", problem)
+    numbers = site_numbers(recomputed)
     report_summary = {
         "metadata": metadata.to_dict(),
         "suite": suite.label,
-        "split": metadata.split,
+        "split": split,
         "episodes": len(records),
-        "envs": recomputed["envs"],
-        "overall": recomputed["overall"],
-        "self_reported": self_reported_metrics(summary_doc) if summary_doc is not None else {},
+        "envs": numbers["envs"],
+        "overall": numbers["overall"],
+        "self_reported": self_reported_metrics(summary_doc),
         "has_report": "report.md" in members,
     }
     final = problems.close()

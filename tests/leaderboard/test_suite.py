@@ -50,12 +50,14 @@ def test_episodes_cover_every_seed_and_sample_once():
 def test_hidden_seeds_are_deterministic_distinct_and_disjoint_from_public_ones():
     a = hidden_seeds(SECRET, "s1", "ragen/Bandit-v0", 500)
     assert a == hidden_seeds(SECRET, "s1", "ragen/Bandit-v0", 500)
-    assert len(set(a)) == 500
+    assert len(set(a)) == 500 and list(a) == list(range(a[0], a[0] + 500))  # a seed range, as harness plans take
     assert all(HIDDEN_SEED_LOW <= s < 2**31 for s in a)
     assert not set(a) & set(OFFICIAL.entries[0].seeds)
     assert a != hidden_seeds(SECRET, "s2", "ragen/Bandit-v0", 500)  # a new season is a new split
     assert a != hidden_seeds(b"other", "s1", "ragen/Bandit-v0", 500)
-    assert a[:10] == hidden_seeds(SECRET, "s1", "ragen/Bandit-v0", 10)  # index i is a pure function of (secret, i)
+    assert a != hidden_seeds(SECRET, "s1", "ragen/Sokoban-v0", 500)
+    starts = {hidden_seeds(bytes([i]), "s1", "ragen/Bandit-v0", 1)[0] for i in range(200)}
+    assert len(starts) == 200  # the start is spread over a huge range: not guessable
 
 
 def test_hidden_split_needs_the_right_secret():
