@@ -36,6 +36,8 @@ Terminated (``success`` True) when all boxes are on targets; truncated after ``m
 ``max_attempts`` (200 rooms before the generator falls back to its hardest verified level),
 ``format_penalty`` (−0.1), ``response_format`` ("think").
 
+``reset(options={"level": grid_text})`` plays a given level (drawn in the grid symbols) instead.
+
 Reset info: ``optimal_moves`` (None where not computed), ``solution_moves`` (length of the verified
 solution the oracle follows), ``lower_bound_moves``, ``difficulty_met`` (False only for a fallback level).
 
@@ -58,12 +60,28 @@ from ragen_envs.sokoban.board import (
     offsets,
 )
 from ragen_envs.sokoban.config import SokobanConfig
-from ragen_envs.sokoban.generate import generate_level
-from ragen_envs.sokoban.render import SYMBOL_MEANINGS, char_index, coordinate, grid_chars, observation_text, symbol
+from ragen_envs.sokoban.generate import generate_level, level_from_text
+from ragen_envs.sokoban.render import (
+    BOX,
+    BOX_ON_TARGET,
+    FLOOR,
+    PLAYER,
+    PLAYER_ON_TARGET,
+    SYMBOL_MEANINGS,
+    TARGET,
+    coordinate,
+    grid_chars,
+    observation_header,
+    observation_text,
+)
 from ragen_envs.sokoban.solver import solve
 
 ORACLE_MAX_NODES = 100_000
+# ActionResult is frozen, so the two commonest outcomes are shared instead of rebuilt on every move.
+_BLOCKED = ActionResult(reward=STEP_REWARD, effective=False)
+_MOVED = ActionResult(reward=STEP_REWARD, effective=True)
 _ACTION_INDEX = {name.casefold(): i for i, name in enumerate(ACTIONS)}
+_ACTION_INDEX_EXACT = {name: i for i, name in enumerate(ACTIONS)}
 
 
 def _room_shape(room_size: Any) -> tuple[int, int]:
@@ -110,12 +128,18 @@ class SokobanEnv(TextEnv):
         self.level: Level | None = None
 
     # ---- state ----------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode; ``options={"level": grid_text}`` plays that level instead of a generated one."""
+        self._custom_level = level_from_text(options["level"]) if options and "level" in options else None
+        return super().reset(seed=seed, options=options)
+
     def _generate(self) -> None:
-        level = generate_level(self.np_random, self.config)
+        level = self._custom_level or generate_level(self.np_random, self.config)
         self.level = level
         self._steps = offsets(level.cols)
         self._targets = frozenset(level.targets)
-        self._targets_line = ", ".join(coordinate(t, level.cols) for t in level.targets)
+        self._header = observation_header(level.rows, level.cols, level.targets)
+        self._coords = [coordinate(i, level.cols) for i in range(level.rows * level.cols)]
         self.player = level.player
         self.boxes = set(level.boxes)
         self._off_target = sum(b not in self._targets for b in self.boxes)
@@ -137,13 +161,10 @@ class SokobanEnv(TextEnv):
     def _step_info(self) -> dict[str, Any]:
         return {"boxes_on_target": len(self.boxes) - self._off_target}
 
-    def _redraw(self, cell: int) -> None:
-        level = self.level
-        self._chars[char_index(cell, level.cols)] = symbol(level.walls, self._targets, self.boxes, self.player, cell)
-
     # ---- rules --------------------------------------------------------------------------------------------
     def _parse_action(self, text: str) -> int | None:
-        return _ACTION_INDEX.get(text.strip().strip(".!\"'`*").casefold())
+        exact = _ACTION_INDEX_EXACT.get(text)  # the common case, without normalizing
+        return exact if exact is not None else _ACTION_INDEX.get(text.strip().strip(".!\"'`*").casefold())
 
     def _apply(self, action: int) -> ActionResult:
         if self._on_plan:
@@ -156,14 +177,14 @@ class SokobanEnv(TextEnv):
         start = self.player
         ahead = start + step
         if walls[ahead]:
-            return ActionResult(reward=STEP_REWARD, effective=False)
+            return _BLOCKED
         reward = STEP_REWARD
         boxes = self.boxes
         beyond = -1
         if ahead in boxes:
             beyond = ahead + step
             if walls[beyond] or beyond in boxes:
-                return ActionResult(reward=STEP_REWARD, effective=False)
+                return _BLOCKED
             boxes.discard(ahead)
             boxes.add(beyond)
             if ahead in self._targets:
@@ -173,20 +194,21 @@ class SokobanEnv(TextEnv):
                 reward += BOX_ON_TARGET_REWARD
                 self._off_target -= 1
         self.player = ahead
-        self._redraw(start)
-        self._redraw(ahead)
+        # Redraw only the (at most three) cells that changed; char index = cell + its row (the newlines).
+        targets, chars, cols = self._targets, self._chars, self.level.cols
+        chars[start + start // cols] = TARGET if start in targets else FLOOR
+        chars[ahead + ahead // cols] = PLAYER_ON_TARGET if ahead in targets else PLAYER
         if beyond >= 0:
-            self._redraw(beyond)
+            chars[beyond + beyond // cols] = BOX_ON_TARGET if beyond in targets else BOX
         if self._off_target == 0:
             return ActionResult(reward=reward + SOLVED_REWARD, effective=True, terminated=True, success=True)
-        return ActionResult(reward=reward, effective=True)
+        return _MOVED if beyond < 0 else ActionResult(reward=reward, effective=True)
 
     # ---- text ---------------------------------------------------------------------------------------------
     def _observe(self) -> str:
-        level = self.level
-        return observation_text(
-            level.rows, level.cols, self._targets_line, sorted(self.boxes), self.player, "".join(self._chars)
-        )
+        coords = self._coords
+        box_coords = [coords[b] for b in sorted(self.boxes)]
+        return observation_text(self._header, box_coords, coords[self.player], "".join(self._chars))
 
     def _instructions(self) -> str:
         level = self.level

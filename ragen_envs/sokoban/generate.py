@@ -39,6 +39,7 @@ from ragen_envs.sokoban.solver import solve
 
 REVERSE_BFS_MAX_STATES = 6_000
 EXACT_MAX_STATES = 25_000
+MIN_FLOOR_FRACTION = 0.4
 _MASKS = (
     ((0, 0),),
     ((0, 0), (0, 1)),
@@ -72,12 +73,20 @@ class _Uniforms:
 
 
 def carve_room(rows: int, cols: int, u: _Uniforms) -> bytearray:
-    """Walls (1) and floor (0) of a random room: a digger walks the interior carving small masks."""
+    """Walls (1) and floor (0) of a random room: a digger walks the interior carving small masks.
+
+    It walks ``1.7 × (rows + cols)`` steps (gym-sokoban's count) and then on until at least
+    ``MIN_FLOOR_FRACTION`` of the interior is floor, so large boards get rooms that use them.
+    """
     walls = bytearray(b"\x01") * (rows * cols)
     inner_rows, inner_cols = rows - 2, cols - 2
+    min_floor = int(MIN_FLOOR_FRACTION * inner_rows * inner_cols)
     r, c = 1 + u.below(inner_rows), 1 + u.below(inner_cols)
     direction = u.below(4)
-    for _ in range(int(1.7 * (rows + cols))):
+    floor = 0
+    steps, min_steps, max_steps = 0, int(1.7 * (rows + cols)), 20 * inner_rows * inner_cols
+    while steps < min_steps or (floor < min_floor and steps < max_steps):
+        steps += 1
         if u.below(100) < 35:
             direction = u.below(4)
         nr, nc = r + _DR[direction], c + _DC[direction]
@@ -87,8 +96,9 @@ def carve_room(rows: int, cols: int, u: _Uniforms) -> bytearray:
             direction = u.below(4)
         for dr, dc in _MASKS[u.below(len(_MASKS))]:
             mr, mc = r + dr, c + dc
-            if 1 <= mr <= inner_rows and 1 <= mc <= inner_cols:
+            if 1 <= mr <= inner_rows and 1 <= mc <= inner_cols and walls[mr * cols + mc]:
                 walls[mr * cols + mc] = 0
+                floor += 1
     return walls
 
 
@@ -109,34 +119,37 @@ def _reverse_bfs_level(
     """
     steps = offsets(cols)
     shift = len(walls).bit_length()
+    # A state is (player, boxes, packed boxes); its key is player | packed boxes (see _pack).
     # next_of[key] = (key one move nearer the goal, direction of that forward move); goal states map to None.
     next_of: dict[int, tuple[int, int] | None] = {}
+    goal_boxes = _pack(0, targets, shift)
     frontier = []
     for p in floor:
         if p not in targets:
-            next_of[_pack(p, targets, shift)] = None
-            frontier.append((p, targets))
+            next_of[p | goal_boxes] = None
+            frontier.append((p, targets, goal_boxes))
     layers = [frontier]
     while frontier and len(layers) <= config.max_moves:
         nxt = []
-        for p, bs in frontier:
-            here = _pack(p, bs, shift)
+        for p, bs, packed in frontier:
+            here = p | packed
             for direction in range(4):
                 step = steps[direction]
                 q = p - step  # where the player stood before moving `direction` onto p
                 if walls[q] or q in bs:
                     continue
-                key = _pack(q, bs, shift)
+                key = q | packed
                 if key not in next_of:
                     next_of[key] = (here, direction)
-                    nxt.append((q, bs))
+                    nxt.append((q, bs, packed))
                 if p + step in bs:  # ...or before pushing the box from p to p + step
                     pulled = p + step
                     nbs = tuple(sorted(p if b == pulled else b for b in bs))
-                    key = _pack(q, nbs, shift)
+                    npacked = _pack(0, nbs, shift)
+                    key = q | npacked
                     if key not in next_of:
                         next_of[key] = (here, direction)
-                        nxt.append((q, nbs))
+                        nxt.append((q, nbs, npacked))
         frontier = nxt
         if frontier:
             layers.append(frontier)
@@ -146,9 +159,9 @@ def _reverse_bfs_level(
             return None
         depths = [len(layers) - 1]
     layer = layers[depths[u.below(len(depths))]]
-    player, boxes = layer[u.below(len(layer))]
+    player, boxes, packed = layer[u.below(len(layer))]
     moves = []
-    link = next_of[_pack(player, boxes, shift)]
+    link = next_of[player | packed]
     while link is not None:
         key, direction = link
         moves.append(direction)
@@ -200,33 +213,61 @@ def _pull_walk_level(
     floor: list[int],
     targets: tuple[int, ...],
     pushes: list[int],
-    num_pulls: int,
+    want_pushes: int,
+    max_pulls: int,
     u: _Uniforms,
 ) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
-    """(player, boxes, verified solution) after ``num_pulls`` random pulls from the solved state, or None."""
+    """(player, boxes, verified solution) from random pulls off the solved state, or None.
+
+    The boxes are pulled one at a time (so the forward solution walks between boxes only a few times), each
+    until the boxes' summed push distance (a lower bound on the moves) reaches its share of
+    ``want_pushes``, or for at most ``max_pulls`` pulls.
+    """
     steps = offsets(cols)
     boxes = set(targets)
     free = [p for p in floor if p not in boxes]
     player = free[u.below(len(free))]
     pulls: list[tuple[int, int]] = []  # (box cell before the pull, direction index of the pull)
-    for _ in range(num_pulls):
-        reach = set(_region(walls, steps, boxes, player))
-        away, other = [], []
-        for b in sorted(boxes):
-            for direction in range(4):
-                stand = b + steps[direction]
-                back = stand + steps[direction]
-                if stand in reach and not walls[back] and back not in boxes:
-                    (away if pushes[stand] > pushes[b] else other).append((b, direction))
-        # Mostly pull boxes farther from the targets, so the lower bound (and the difficulty) grows.
-        options = away if away and (not other or u.below(100) < 80) else other
-        if not options:
-            break
-        b, direction = options[u.below(len(options))]
-        boxes.discard(b)
-        boxes.add(b + steps[direction])
-        player = b + 2 * steps[direction]
-        pulls.append((b, direction))
+    order = sorted(boxes)
+    for k in range(len(order) - 1, 0, -1):  # pull the boxes one after another, in random order
+        j = u.below(k + 1)
+        order[k], order[j] = order[j], order[k]
+    bound = 0
+    progressed = True
+    while bound < want_pushes and progressed:  # rounds over the boxes until none can move farther away
+        progressed = False
+        for k in range(len(order)):
+            box = order[k]
+            share = bound + -(-(want_pushes - bound) // (len(order) - k))  # this box's part of what is left
+            for _ in range(max_pulls):
+                if bound >= share:
+                    break
+                # Only pulls that take the box farther from every target: each adds one to the lower bound,
+                # and the reverse walk cannot cycle, so the forward solution stays short.
+                options, reach = [], None
+                for direction in range(4):
+                    stand = box + steps[direction]
+                    back = stand + steps[direction]
+                    if walls[stand] or walls[back] or back in boxes or pushes[stand] <= pushes[box]:
+                        continue
+                    if stand != player:
+                        if reach is None:
+                            reach = set(_region(walls, steps, boxes, player))
+                        if stand not in reach:
+                            continue
+                    options.append(direction)
+                if not options:
+                    break
+                direction = options[u.below(len(options))]
+                pulls.append((box, direction))
+                boxes.discard(box)
+                bound -= pushes[box]
+                box += steps[direction]
+                boxes.add(box)
+                bound += pushes[box]
+                player = box + steps[direction]
+                progressed = True
+            order[k] = box
     if boxes == set(targets):
         return None
     region = _region(walls, steps, boxes, player)
@@ -264,7 +305,6 @@ def _candidate(walls: bytes, config: SokobanConfig, u: _Uniforms) -> tuple[Level
         picks[i], picks[j] = picks[j], picks[i]
     targets = tuple(sorted(picks[:n]))
     bound = _state_bound(len(floor), n)
-    pushes = push_distances(walls, cols, targets)
     if bound <= REVERSE_BFS_MAX_STATES:
         found = _reverse_bfs_level(walls, cols, floor, targets, config, u)
         if found is None:
@@ -272,8 +312,9 @@ def _candidate(walls: bytes, config: SokobanConfig, u: _Uniforms) -> tuple[Level
         player, boxes, moves = found
         optimal, low = True, len(moves)
     else:
-        num_pulls = 2 * n + u.below(4 * n + 1)
-        found = _pull_walk_level(walls, cols, floor, targets, pushes, num_pulls, u)
+        pushes = push_distances(walls, cols, targets)
+        want = max(config.difficulty, 1) + u.below(n + 1)
+        found = _pull_walk_level(walls, cols, floor, targets, pushes, want, 4 * want, u)
         if found is None:
             return None
         player, boxes, moves = found
@@ -354,3 +395,41 @@ def generate_level(rng, config: SokobanConfig) -> Level:
     if not is_solution(level, level.solution):
         raise RuntimeError(f"internal error: the constructed Sokoban level for {config} does not verify")
     return level
+
+
+def level_from_text(grid: str, *, max_nodes: int = EXACT_MAX_STATES) -> Level:
+    """A level from a grid drawn in the observation's symbols (``#_OX√PS``), solved move-optimally.
+
+    Raises ``ValueError`` for an unknown symbol, ragged rows, an open border, not exactly one player, box and
+    target counts that differ, or a level the solver proves unsolvable or cannot solve within ``max_nodes``.
+    """
+    lines = [line.strip() for line in grid.strip().splitlines() if line.strip()]
+    if not lines or len({len(line) for line in lines}) != 1:
+        raise ValueError("level grid must be non-empty with rows of equal length")
+    rows, cols = len(lines), len(lines[0])
+    walls, targets, boxes, players = bytearray(rows * cols), [], [], []
+    for r, line in enumerate(lines):
+        for c, ch in enumerate(line):
+            i = r * cols + c
+            if ch not in "#_OX√PS":
+                raise ValueError(f"unknown symbol {ch!r} at ({r}, {c}); allowed: # _ O X √ P S")
+            walls[i] = ch == "#"
+            if ch in "O√S":
+                targets.append(i)
+            if ch in "X√":
+                boxes.append(i)
+            if ch in "PS":
+                players.append(i)
+            on_border = r in (0, rows - 1) or c in (0, cols - 1)
+            if on_border and ch != "#":
+                raise ValueError(f"the border must be wall, found {ch!r} at ({r}, {c})")
+    if len(players) != 1:
+        raise ValueError(f"level needs exactly one player (P or S), found {len(players)}")
+    if not boxes or len(boxes) != len(targets):
+        raise ValueError(f"level needs as many targets as boxes (at least one), found {len(boxes)} and {len(targets)}")
+    walls = bytes(walls)
+    result = solve(walls, cols, tuple(targets), players[0], tuple(boxes), max_nodes=max_nodes)
+    if not result.solved:
+        why = "is unsolvable" if result.status == "unsolvable" else f"was not solved within {max_nodes} nodes"
+        raise ValueError(f"level {why}")
+    return Level(rows, cols, walls, tuple(targets), tuple(boxes), players[0], result.moves, True, len(result.moves))

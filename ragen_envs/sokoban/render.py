@@ -53,21 +53,22 @@ def coordinate(cell: int, cols: int) -> str:
     return f"({r}, {c})"
 
 
-def observation_text(rows: int, cols: int, targets_line: str, boxes: list[int], player: int, grid: str) -> str:
+def observation_header(rows: int, cols: int, targets: tuple[int, ...] | list[int]) -> str:
+    """The lines of the observation that never change within an episode: board size and targets."""
+    target_line = ", ".join(coordinate(t, cols) for t in sorted(targets))
+    return f"Board size: {rows} rows x {cols} cols (zero-indexed).\nTargets: {target_line}\n"
+
+
+def observation_text(header: str, box_coords: list[str], player_coord: str, grid: str) -> str:
     """RAGEN's ``grid_coord`` observation: board size, target/box/player coordinates, then the grid."""
-    box_line = ", ".join(coordinate(b, cols) for b in boxes)
-    return (
-        f"Board size: {rows} rows x {cols} cols (zero-indexed).\n"
-        f"Targets: {targets_line}\n"
-        f"Boxes: {box_line}\n"
-        f"Player: {coordinate(player, cols)}\n"
-        f"Grid Map:\n{grid}"
-    )
+    return f"{header}Boxes: {', '.join(box_coords)}\nPlayer: {player_coord}\nGrid Map:\n{grid}"
 
 
 def render_board(rows: int, cols: int, walls: bytes, targets, boxes, player: int) -> str:
     """The full observation of a state, drawn from scratch (the env updates its grid incrementally)."""
     target_set = frozenset(targets)
     grid = "".join(grid_chars(rows, cols, walls, target_set, set(boxes), player))
-    targets_line = ", ".join(coordinate(t, cols) for t in sorted(target_set))
-    return observation_text(rows, cols, targets_line, sorted(boxes), player, grid)
+    box_coords = [coordinate(b, cols) for b in sorted(boxes)]
+    return observation_text(
+        observation_header(rows, cols, list(target_set)), box_coords, coordinate(player, cols), grid
+    )
