@@ -70,7 +70,6 @@ path between two cells of an empty 8×8 board is 14).
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, NamedTuple
@@ -334,6 +333,8 @@ def check_known_arguments(env_name: str, unknown: dict[str, Any], allowed: tuple
     """Raise ``ValueError`` for an argument the env does not take, with a "did you mean" when one is close."""
     if not unknown:
         return
+    import difflib  # only on this error path: keeps it out of the import time of every make()
+
     name = sorted(unknown)[0]
     guess = _ALIASES.get(name) or next(iter(difflib.get_close_matches(name, allowed, n=1)), None)
     hint = f" Did you mean {guess!r}?" if guess else ""
