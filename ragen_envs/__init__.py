@@ -41,6 +41,7 @@ register(
 # ---- math -----------------------------------------------------------------------------------------------
 register(id="ragen/Countdown-v0", entry_point="ragen_envs.math.countdown:CountdownEnv")
 register(id="ragen/MathWord-v0", entry_point="ragen_envs.math.math_word:MathWordEnv")
+register(id="ragen/MathQA-v0", entry_point="ragen_envs.math.math_qa:MathQAEnv")  # default: the shipped sample
 
 # ---- code -----------------------------------------------------------------------------------------------
 register(id="ragen/CodeExec-v0", entry_point="ragen_envs.code.env:CodeExecEnv")

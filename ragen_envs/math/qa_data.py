@@ -1,0 +1,232 @@
+"""Loading question/answer datasets for MathQA: local JSONL/JSON/CSV/Parquet files or Hugging Face datasets.
+
+Field names are detected from the first record: the question is the first of ``QUESTION_FIELDS`` present
+(``question`` for GSM8K, ``query`` for MetaMathQA, ``problem`` for MATH, …), the answer the first of
+``ANSWER_FIELDS`` (``answer``, ``response``, ``solution``, …); ``question_field`` / ``answer_field``
+override the detection. The final answer is read out of the answer field by its convention (GSM8K
+``#### 42``, MetaMathQA ``The answer is: 42``, MATH ``\\boxed{42}``, or the whole field when it is short).
+
+Every problem with the data raises :class:`DatasetError` (a ``ValueError``) naming the file, the line (or
+row) and the field: a missing or empty file, invalid JSON, a record that is not an object, a missing or
+empty field, a field name that is not a column ("Did you mean …?"), an answer with no final answer in it.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ragen_envs.core import MAX_OBSERVATION_CHARS
+from ragen_envs.math.answers import final_answer_text
+
+QUESTION_FIELDS = ("question", "query", "problem", "prompt", "instruction", "input")
+ANSWER_FIELDS = ("answer", "response", "solution", "output", "target", "final_answer")
+FILE_FORMATS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".parquet": "parquet",
+}
+SAMPLE_PATH = Path(__file__).resolve().parent.parent / "data" / "math_qa_sample.jsonl"
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be used; the message names the file, the line or row, and the field."""
+
+
+@dataclass(frozen=True)
+class QARecord:
+    question: str
+    answer: str
+    """The final answer (e.g. ``"42"`` out of ``"… #### 42"``)."""
+    solution: str
+    """The whole answer field (a worked solution in GSM8K, MetaMathQA and MATH)."""
+    where: str
+    """``"file:line"`` (or ``"file, row N"``): where the record came from."""
+
+
+def _did_you_mean(name: str, options) -> str:
+    close = difflib.get_close_matches(name, list(options), n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _rows_jsonl(path: Path) -> Iterator[tuple[str, object]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                yield f"{path}:{number}", json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DatasetError(f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})") from None
+
+
+def _rows_json(path: Path) -> Iterator[tuple[str, object]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DatasetError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+    if isinstance(data, dict) and isinstance(data.get("data"), list):
+        data = data["data"]
+    if not isinstance(data, list):
+        raise DatasetError(
+            f"{path}: a .json dataset must be a list of records (or {{'data': [...]}}); use .jsonl for one record per line"
+        )
+    for number, record in enumerate(data, 1):
+        yield f"{path}, record {number}", record
+
+
+def _rows_csv(path: Path, delimiter: str) -> Iterator[tuple[str, object]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle, delimiter=delimiter)
+        for record in reader:
+            if None in record:
+                raise DatasetError(
+                    f"{path}:{reader.line_num}: more values than the {len(reader.fieldnames or [])} columns of the header"
+                )
+            yield f"{path}:{reader.line_num}", record
+
+
+def _rows_parquet(path: Path) -> Iterator[tuple[str, object]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DatasetError(
+            f"{path}: reading Parquet needs pyarrow: pip install 'ragen-envs[report]' (or pip install pyarrow)"
+        ) from None
+    try:
+        table = pq.read_table(path)
+    except Exception as error:  # pyarrow raises several types for corrupt files
+        raise DatasetError(f"{path}: not a readable Parquet file ({error})") from None
+    for number, record in enumerate(table.to_pylist(), 1):
+        yield f"{path}, row {number}", record
+
+
+def _rows_hub(name: str, split: str, subset: str | None) -> Iterator[tuple[str, object]]:
+    try:
+        import datasets
+    except ImportError:
+        raise DatasetError(
+            f"{name!r} is not a local file. To load it as a Hugging Face dataset install the datasets library "
+            "(pip install datasets) and make sure a network connection or a local cache is available; or export "
+            "the data to a .jsonl/.csv/.parquet file and pass its path."
+        ) from None
+    try:
+        rows = datasets.load_dataset(name, subset, split=split)
+    except Exception as error:  # network, auth, unknown dataset or split: all end here
+        raise DatasetError(
+            f"could not load the Hugging Face dataset {name!r} (subset {subset!r}, split {split!r}): {error}"
+        ) from None
+    for number, record in enumerate(rows, 1):
+        yield f"{name}[{split}], row {number}", record
+
+
+def _pick_field(kind: str, wanted: str | None, candidates: tuple[str, ...], columns: list[str], where: str) -> str:
+    if wanted is not None:
+        if wanted not in columns:
+            raise DatasetError(
+                f"{where}: {kind}_field {wanted!r} is not a column.{_did_you_mean(wanted, columns)} Columns: {columns}"
+            )
+        return wanted
+    for name in candidates:
+        if name in columns:
+            return name
+    raise DatasetError(
+        f"{where}: no {kind} column found (looked for {', '.join(candidates)}); columns: {columns}. "
+        f"Pass {kind}_field= to name it."
+    )
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def records_from_rows(
+    rows: Iterator[tuple[str, object]], source: str, question_field: str | None, answer_field: str | None
+) -> tuple[QARecord, ...]:
+    """Validate raw rows (``(where, record)`` pairs) into question/answer records."""
+    out: list[QARecord] = []
+    fields: tuple[str, str] | None = None
+    for where, record in rows:
+        if not isinstance(record, dict):
+            raise DatasetError(f"{where}: a record must be an object with named fields, got {type(record).__name__}")
+        if fields is None:
+            columns = list(record)
+            fields = (
+                _pick_field("question", question_field, QUESTION_FIELDS, columns, where),
+                _pick_field("answer", answer_field, ANSWER_FIELDS, columns, where),
+            )
+        values = []
+        for field in fields:
+            if field not in record:
+                raise DatasetError(f"{where}: field {field!r} is missing.{_did_you_mean(field, record)}")
+            value = _text(record[field])
+            if value is None or not value.strip():
+                raise DatasetError(f"{where}: field {field!r} must be non-empty text, got {record[field]!r:.60}")
+            values.append(value)
+        question, solution = values
+        if len(question) > MAX_OBSERVATION_CHARS:
+            raise DatasetError(f"{where}: field {fields[0]!r} is longer than {MAX_OBSERVATION_CHARS} characters")
+        answer = final_answer_text(solution)
+        if not answer:
+            raise DatasetError(f"{where}: field {fields[1]!r} states no final answer")
+        out.append(QARecord(question.strip(), answer, solution, where))
+    if not out:
+        raise DatasetError(f"{source}: no records (the file is empty)")
+    return tuple(out)
+
+
+@lru_cache(maxsize=16)
+def _load_file(path: str, _stamp: tuple, question_field: str | None, answer_field: str | None) -> tuple[QARecord, ...]:
+    file = Path(path)
+    kind = FILE_FORMATS[file.suffix.lower()]
+    if kind == "jsonl":
+        rows = _rows_jsonl(file)
+    elif kind == "json":
+        rows = _rows_json(file)
+    elif kind == "parquet":
+        rows = _rows_parquet(file)
+    else:
+        rows = _rows_csv(file, "," if kind == "csv" else "\t")
+    try:
+        return records_from_rows(rows, path, question_field, answer_field)
+    except UnicodeDecodeError as error:
+        raise DatasetError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
+def load_records(
+    path: str | os.PathLike | None = None,
+    *,
+    question_field: str | None = None,
+    answer_field: str | None = None,
+    split: str = "train",
+    subset: str | None = None,
+) -> tuple[QARecord, ...]:
+    """Records of a local dataset file (``None``: the shipped sample) or of a Hugging Face dataset name."""
+    file = SAMPLE_PATH if path is None else Path(path).expanduser()
+    if file.is_file():
+        suffix = file.suffix.lower()
+        if suffix not in FILE_FORMATS:
+            raise DatasetError(f"{file}: unknown file type {suffix!r}; supported: {', '.join(FILE_FORMATS)}")
+        stat = file.stat()
+        if stat.st_size == 0:
+            raise DatasetError(f"{file}: no records (the file is empty)")
+        return _load_file(str(file.resolve()), (stat.st_mtime_ns, stat.st_size), question_field, answer_field)
+    text = str(path)
+    looks_like_hub = not file.suffix and text.count("/") == 1 and not text.startswith((".", "/", "~"))
+    if looks_like_hub:
+        return records_from_rows(_rows_hub(text, split, subset), text, question_field, answer_field)
+    siblings = [p.name for p in file.parent.iterdir()] if file.parent.is_dir() else []
+    raise FileNotFoundError(f"dataset file not found: {file}.{_did_you_mean(file.name, siblings)}")
