@@ -6,6 +6,8 @@ harness run hf:/path/to/checkpoint --env ragen/FrozenLake-v0 --temperature 1.0
 harness run baseline --resume runs/<run-id>           # after a crash or kill -9
 harness report runs/<a> runs/<b>                      # side by side
 harness ls                                            # envs, agents, metrics, presets
+harness run hf:/path/to/checkpoint --suite official   # the leaderboard's evaluation split
+harness submit runs/<run-id> --model-name "My 3B" --org Lab --contact me@lab.org --out my.ragen.tar.gz
 """
 
 from __future__ import annotations
@@ -57,6 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--parquet", action="store_true", help="also write summary.parquet and episodes.parquet")
     run.add_argument("--no-plots", action="store_true")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    # Leaderboard splits: the suite fixes envs, kwargs, seeds and samples (see leaderboard/suite.py).
+    run.add_argument("--suite", help="a leaderboard suite ('official') or suite .json; one agent, no --env/--episodes")
+    run.add_argument("--split", default="official", help="with --suite: 'official' (default) or 'hidden'")
+    run.add_argument("--secret-file", help="with --split hidden: the maintainers' season secret")
+
+    from leaderboard.cli import add_pack_arguments
+
+    add_pack_arguments(sub.add_parser("submit", help="pack a --suite run into a leaderboard submission"))
 
     report = sub.add_parser("report", help="summaries of one or more runs, side by side")
     report.add_argument("runs", nargs="+", help="run folders")
@@ -81,6 +91,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         batch_size=args.batch_size,
         mi_samples=args.mi_samples,
     )
+    if args.suite:
+        from leaderboard.cli import suite_config_from_args
+
+        return suite_config_from_args(args, **common)
     env_names = [name for chunk in args.env for name in chunk.split(",") if name]
     if args.what in PRESETS:
         config = preset_config(args.what, **common)
@@ -192,8 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_run(args, argv)
         if args.command == "report":
             return cmd_report(args)
+        if args.command == "submit":
+            from leaderboard.cli import run_pack
+
+            return run_pack(args)
         return cmd_ls()
-    except (ValueError, FileNotFoundError, FileExistsError, ImportError) as exc:
+    except (ValueError, OSError, ImportError) as exc:  # user mistakes: bad names, paths, missing extras
         print(f"harness: error: {exc}", file=sys.stderr)
         return 2
 

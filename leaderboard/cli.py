@@ -55,6 +55,28 @@ def run_pack(args: argparse.Namespace) -> int:
     return 0
 
 
+def suite_config_from_args(args: argparse.Namespace, **options):
+    """The harness ``RunConfig`` of ``harness run <agent> --suite S [--split hidden --secret-file F]``.
+
+    The suite fixes envs, kwargs, seeds and samples, so the options that choose those are refused.
+    """
+    from leaderboard.records import suite_run_config
+
+    clashes = [flag for flag, value in (("--env", args.env), ("--episodes", args.episodes),
+               ("--samples", args.samples), ("--seed-start", args.seed_start or None)) if value]  # fmt: skip
+    if clashes:
+        raise ValueError(f"--suite fixes envs, seeds and samples: drop {', '.join(clashes)}")
+    agents = [spec for spec in args.what.split(",") if spec]
+    if len(agents) != 1:
+        raise ValueError(f"--suite evaluates one agent per run (a submission is one agent), got {args.what!r}")
+    from harness.config import PRESETS
+
+    if agents[0] in PRESETS:
+        raise ValueError(f"--suite takes an agent spec (e.g. hf:/path/to/model), not the preset {agents[0]!r}")
+    secret = read_secret(args.secret_file) if args.secret_file else None
+    return suite_run_config(load_suite(args.suite), agents[0], args.split, secret, **options)
+
+
 def _secret(args: argparse.Namespace) -> bytes | None:
     return read_secret(args.secret_file) if getattr(args, "secret_file", None) else None
 

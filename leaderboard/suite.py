@@ -191,7 +191,7 @@ class Suite:
         for entry in self.entries:
             if entry.env_id == env_id:
                 return entry
-        raise KeyError(f"{env_id!r} is not in suite {self.label}{did_you_mean(env_id, self.env_ids)}")
+        raise KeyError(f"{env_id!r} is not in suite {self.label}.{did_you_mean(env_id, self.env_ids)}")
 
     def seeds(self, env_id: str, split: str = "official", secret: bytes | None = None) -> tuple[int, ...]:
         """The eval seeds of ``env_id`` in ``split`` (the hidden split needs the secret)."""
@@ -268,13 +268,13 @@ def _seed_list(value: Any) -> tuple[int, ...]:
 
 def check_split(split: str) -> None:
     if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}{did_you_mean(split, SPLITS)}")
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}.{did_you_mean(split, SPLITS)}")
 
 
 def did_you_mean(word: Any, choices: tuple[str, ...] | list[str]) -> str:
     """``" Did you mean 'x'?"`` when a choice is close to ``word``, else ``""``."""
     close = difflib.get_close_matches(str(word), list(choices), n=1)
-    return f". Did you mean {close[0]!r}?" if close else ""
+    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 # ---- the official suite -------------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
             raise ValueError(f"suite file {path} is not valid JSON: {exc}") from None
     known = sorted(SUITES) + sorted(s.label for s in SUITES.values())
     raise ValueError(
-        f"unknown suite {text!r}{did_you_mean(text, known)}. Available: {', '.join(known)}, or a .json file"
+        f"unknown suite {text!r}.{did_you_mean(text, known)} Available: {', '.join(known)}, or a .json file"
     )
 
 

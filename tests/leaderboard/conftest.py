@@ -8,7 +8,7 @@ import pytest
 from lb_helpers import AGENTS, MINI, Forgery
 
 from leaderboard.pack import pack_run
-from leaderboard.suite import OFFICIAL, Suite
+from leaderboard.suite import Suite
 
 
 def _runs(suite: Suite, out: Path) -> dict[str, Path]:
@@ -40,14 +40,28 @@ def _pack(runs: dict[str, Path], out: Path, suite: Suite | None) -> dict[str, Pa
 
 @pytest.fixture(scope="session")
 def suite_runs(tmp_path_factory) -> dict[str, Path]:
-    """``{agent: run folder}``: ``harness run <agent> --suite official`` through the harness's own runner."""
-    return _runs(OFFICIAL, tmp_path_factory.mktemp("runs"))
+    """``{agent: run folder}`` made exactly as a user does: ``harness run <agent> --suite official``."""
+    from harness.cli import main as harness
+
+    out = tmp_path_factory.mktemp("runs")
+    for agent in AGENTS:
+        argv = ["run", agent, "--suite", "official", "--out", str(out), "--run-id", agent, "--quiet", "--no-plots"]
+        assert harness(argv) == 0
+    return {agent: out / agent for agent in AGENTS}
 
 
 @pytest.fixture(scope="session")
 def submissions(suite_runs, tmp_path_factory) -> dict[str, Path]:
-    """``{agent: archive}`` packed from the official suite runs."""
-    return _pack(suite_runs, tmp_path_factory.mktemp("submissions"), None)
+    """``{agent: archive}``: ``harness submit runs/<agent> --model-name … --out <agent>.ragen.tar.gz``."""
+    from harness.cli import main as harness
+
+    out = tmp_path_factory.mktemp("submissions")
+    for agent, run_dir in suite_runs.items():
+        argv = ["submit", str(run_dir), "--model-name", f"{agent.title()} agent", "--org", "ragen-envs",
+                "--contact", "maintainers@example.org", "--parameters", "0", "--date", "2026-11-30",
+                "--out", str(out / f"{agent}.ragen.tar.gz")]  # fmt: skip
+        assert harness(argv) == 0
+    return {agent: out / f"{agent}.ragen.tar.gz" for agent in AGENTS}
 
 
 @pytest.fixture(scope="session")
