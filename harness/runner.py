@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import platform
 import re
 import subprocess
@@ -197,6 +198,12 @@ def _worker_state(config_json: str) -> tuple[RunConfig, dict[str, Agent], EnvPoo
     return _WORKER["config"], _WORKER["agents"], _WORKER["pool"]
 
 
+def _single_thread_worker() -> None:
+    """Worker processes share the cores: one intra-op thread each (read by torch/numpy BLAS at import)."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
+
 def run_chunk_lines(config_json: str, jobs: list[tuple[str, str, int, int]]) -> list[str]:
     """Worker entry point: roll out a chunk and return its episodes.jsonl lines."""
     config, agents, pool = _worker_state(config_json)
@@ -223,7 +230,8 @@ def _execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int,
 
     config_json = json.dumps(config.to_json())
     # spawn, not fork: a forked torch (or a forked thread pool) can deadlock, and spawn is what Ray does too.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as executor:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_single_thread_worker) as executor:
         pending = {executor.submit(run_chunk_lines, config_json, [j.key for j in chunk]) for chunk in chunks}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -370,6 +378,7 @@ def run(
 
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    agents: dict[str, Agent] = {}
     if resume is not None:
         run_dir = Path(resume)
         recorded, document = load_config(run_dir)
@@ -382,6 +391,8 @@ def run(
     else:
         if config is None:
             raise ValueError("run needs a config or resume=")
+        if workers == 1 and ray_address is None:  # build agents first: a bad checkpoint leaves no empty run folder
+            agents = {spec: make_agent(spec, config.agent_options) for spec in config.agents}
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         run_id = run_id or default_run_id(config, out)
@@ -398,7 +409,6 @@ def run(
         raise ValueError(f"{episodes_path} holds episodes this run does not plan, e.g. {sorted(unexpected)[0]}")
     chunks = chunk_jobs(jobs, config.batch_size)
     bar = Progress(config.total_episodes, initial=len(done), enabled=progress, stream=stream or sys.stderr)
-    agents: dict[str, Agent] = {}
     with EpisodeWriter(episodes_path, valid_length) as writer:
 
         def emit(lines: list[str]) -> None:

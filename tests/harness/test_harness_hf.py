@@ -1,0 +1,157 @@
+"""The hf: agent with a tiny randomly initialised Llama and a tokenizer built offline (nothing from a hub)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+from harness.agents import AgentOptions, Context, Request, make_agent  # noqa: E402
+from harness.cli import main  # noqa: E402
+from harness.metrics import collapse_metrics  # noqa: E402
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny matmuls on a shared 2-core box: one intra-op thread is ~20x faster than two fighting (restored after)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    import gymnasium as gym
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    import ragen_envs  # noqa: F401  (the corpus is env text)
+
+    env = gym.make("ragen/Bandit-v0")
+    corpus = []
+    for seed in range(20):
+        obs, info = env.reset(seed=seed)
+        corpus += [obs, info["instructions"], env.unwrapped.oracle_response()]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=["<pad>", "<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(corpus, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
+    fast.chat_template = CHAT_TEMPLATE
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=4096, pad_token_id=fast.pad_token_id,
+        eos_token_id=fast.eos_token_id, bos_token_id=fast.eos_token_id,
+    )  # fmt: skip
+    path = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).save_pretrained(path)
+    fast.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def agent(model_dir):
+    return make_agent(f"hf:{model_dir}", AgentOptions(max_new_tokens=12, device="cpu", batch_size=4))
+
+
+def contexts(n):
+    return [
+        Context(
+            ({"role": "system", "content": "Pick an arm."}, {"role": "user", "content": f"Arms: A{j} and B{j}."}),
+            "<think>",
+        )
+        for j in range(n)
+    ]
+
+
+def encode(agent, text: str) -> list[int]:
+    return agent.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def prompt_text(agent, context: Context) -> str:
+    messages = list(context.messages)
+    return agent.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) + context.prefill
+
+
+def naive_logprob(agent, context: Context, text: str) -> tuple[float, int]:
+    """Reference: one full forward over prompt + text ids, no cache, no batching."""
+    prompt, ids = encode(agent, prompt_text(agent, context)), encode(agent, text)
+    # the texts below start with a letter, so tokenizing jointly or separately gives the same ids
+    assert encode(agent, prompt_text(agent, context) + text) == prompt + ids
+    with torch.no_grad():
+        logits = agent.model(input_ids=torch.tensor([prompt + ids])).logits[0].float()
+    logp = torch.log_softmax(logits / agent.options.temperature, -1)
+    return float(sum(logp[len(prompt) + t - 1, tok] for t, tok in enumerate(ids))), len(ids)
+
+
+def test_score_matrix_with_prefix_cache_matches_full_forwards(agent):
+    ctxs = contexts(3)
+    texts = ["I pull A1 because it is bold", "Turtle", "maybe the Dragon arm is risky and good"]
+    sums, counts = agent.score_matrix(ctxs, texts)
+    assert sums.shape == counts.shape == (3, 3)
+    for i, text in enumerate(texts):
+        for j, ctx in enumerate(ctxs):
+            expected, n = naive_logprob(agent, ctx, text)
+            assert counts[i, j] == n
+            assert sums[i, j] == pytest.approx(expected, abs=1e-3)
+    pairwise = agent.score([ctxs[2], ctxs[0]], [texts[1], texts[2]])
+    assert pairwise[0].logprob_sum == pytest.approx(sums[1, 2], abs=1e-3)
+    assert pairwise[1].logprob_sum == pytest.approx(sums[2, 0], abs=1e-3)
+    metrics = collapse_metrics(sums / counts, [0, 1, 2], logp_sum=sums)
+    assert all(math.isfinite(est.value) for est in metrics.values())
+
+
+def test_generation_is_seeded_per_row_batched_with_left_padding(agent):
+    ctx_short = contexts(1)[0]
+    ctx_long = Context(
+        ctx_short.messages + ({"role": "user", "content": "a much longer second message " * 5},), "<think>"
+    )
+    alone = agent.generate([Request(ctx_short, 7)])[0]
+    batch = agent.generate([Request(ctx_long, 3), Request(ctx_short, 7), Request(ctx_short, 8)])
+    assert batch[1].text == alone.text  # same seed, same prompt: same text whatever the batch mates
+    assert batch[1].token_logprobs == pytest.approx(alone.token_logprobs, abs=1e-4)
+    assert len(alone.token_logprobs) == len(alone.token_entropies) == alone.num_tokens <= 12
+    assert all(lp <= 0 for lp in alone.token_logprobs) and all(e >= 0 for e in alone.token_entropies)
+    # the log-probs reported at generation are those of the generated tokens under the same distribution
+    text = alone.text
+    if text and text[0].isalpha() and len(encode(agent, text)) == alone.num_tokens:
+        assert agent.score([ctx_short], [text])[0].logprob_sum == pytest.approx(sum(alone.token_logprobs), abs=1e-3)
+
+
+def test_harness_run_with_hf_agent(model_dir, tmp_path):
+    args = ["run", f"hf:{model_dir}", "--env", "ragen/Bandit-v0", "--episodes", "2", "--samples", "2"]
+    args += ["--max-new-tokens", "8", "--device", "cpu", "--mi-samples", "4", "--out", str(tmp_path), "--run-id", "hf"]
+    assert main([*args, "--quiet", "--no-plots"]) == 0
+    doc = json.loads((tmp_path / "hf" / "summary.json").read_text())
+    metrics = doc["rows"][0]["metrics"]
+    assert metrics["token_entropy"]["value"] > 0 and metrics["mean_tokens"]["value"] <= 8
+    lines = (tmp_path / "hf" / "episodes.jsonl").read_text().splitlines()
+    turn = json.loads(lines[0])["turns"][0]
+    assert turn["response"].startswith("<think>") and turn["logprob_sum"] < 0
+    # a random model writes no </think>: MI is unavailable (with the reason), not 0
+    mi = metrics["first_turn/mi_estimate"]
+    assert mi["value"] is not None or "reasoning" in mi["unavailable"]
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    missing = tmp_path / "nope"
+    with pytest.raises((ValueError, OSError), match="nope"):
+        make_agent(f"hf:{missing}")
+    assert main(["run", f"hf:{missing}", "--env", "ragen/Bandit-v0", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "nope" in capsys.readouterr().err
