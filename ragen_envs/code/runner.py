@@ -106,11 +106,14 @@ def _trace(exc):
     try:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "solution.py"]
         lines = traceback.format_list(frames[-5:])
-        lines += traceback.format_exception_only(type(exc), exc)
+        lines += [
+            line if len(line) <= 400 else line[:400] + "...\n"
+            for line in traceback.format_exception_only(type(exc), exc)
+        ]
         text = "Traceback (most recent call last):\n" + "".join(lines) if frames else "".join(lines)
     except BaseException:  # noqa: BLE001 - a hostile exception's __str__ may raise
         text = f"{type(exc).__name__} (message unavailable)\n"
-    return text[-2000:]
+    return text if len(text) <= 2000 else text[:600] + "...\n" + text[-1400:]
 
 
 def _make_undumpable():

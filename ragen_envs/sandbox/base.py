@@ -208,25 +208,32 @@ def classify(
     stderr is only a hint used when there is no cgroup (a program can only make its own result look worse
     by faking it).
     """
+    tail = captured.stderr[-2048:]
+    memory_hint = b"MemoryError" in tail or b"Cannot allocate memory" in tail
+    process_hint = b"Resource temporarily unavailable" in tail or b"can't start new thread" in tail
     if captured.output_exceeded:
         return "output"
     if memory_event == "oom" or (memory_event and exit_code != 0):
         return "memory"
     if pids_event and (exit_code != 0 or captured.timed_out):
         return "processes"
-    if captured.timed_out:
-        return "timeout"
-    if exit_code == -signal.SIGXCPU or (exit_code == -signal.SIGKILL and captured.cpu_s >= cpu_limit_s):
-        return "timeout"
+    if (
+        captured.timed_out
+        or exit_code == -signal.SIGXCPU
+        or (
+            exit_code == -signal.SIGKILL and captured.cpu_s >= 0.9 * cpu_limit_s  # tick-granular accounting
+        )
+    ):
+        # A program that hit a limit and then hung (e.g. waiting on its threads) is reported by the limit.
+        return "processes" if process_hint else "memory" if memory_hint else "timeout"
     if exit_code == 0:
         return None
     if exit_code == -signal.SIGXFSZ:
         return "file_size"
-    tail = captured.stderr[-2048:]
-    if b"MemoryError" in tail or b"Cannot allocate memory" in tail:
+    if memory_hint:
         return "memory"
     if b"File too large" in tail or b"No space left on device" in tail:
         return "file_size"
-    if b"Resource temporarily unavailable" in tail or b"can't start new thread" in tail:
+    if process_hint:
         return "processes"
     return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -156,19 +157,23 @@ class Cgroup:
                 except ProcessLookupError:
                     pass
 
-    def remove(self) -> None:
-        """Kill what is left and delete the cgroup(s); never raises."""
-        self.kill()
+    def remove(self, timeout_s: float = 5.0) -> None:
+        """Kill what is left and delete the cgroup(s); never raises (gives up after ``timeout_s``)."""
+        deadline = time.monotonic() + timeout_s
         for d in self.dirs:
-            for _ in range(200):
+            while True:
                 try:
                     d.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    # Killed processes leave the cgroup asynchronously.
-                    os.sched_yield()
+                    # Killed processes leave the cgroup asynchronously (a pid namespace tears down in the
+                    # background); keep killing stragglers until it is empty.
+                    if time.monotonic() > deadline:
+                        break
+                    self.kill()
+                    time.sleep(0.002)
 
 
 def _keyed(path: Path) -> dict[str, int]:

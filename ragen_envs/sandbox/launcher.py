@@ -54,7 +54,13 @@ def main():
 
         tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
         traceback.print_exception(type(exc), exc, tb)
-        raise SystemExit(1) from None
+        # End now, like a crash: waiting for the program's other threads would turn a failure into a timeout.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001
+                pass
+        os._exit(1)
 
 
 main()
