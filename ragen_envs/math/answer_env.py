@@ -26,6 +26,7 @@ class SingleAnswerEnv(TextEnv):
 
     action_separator = None
     example_answer = "42"
+    answer_hint = "a number (an integer, a decimal or a fraction such as 3/4)"
 
     def __init__(
         self,
@@ -55,8 +56,8 @@ class SingleAnswerEnv(TextEnv):
             else ""
         )
         return (
-            f"{self._task_instructions()} Your answer must be the final answer only: a number (an integer, a "
-            f"decimal or a fraction such as 3/4), without working.{retry}"
+            f"{self._task_instructions()} Your answer must be the final answer only: {self.answer_hint}, without "
+            f"working.{retry}"
         )
 
     def _observe(self) -> str:

@@ -147,5 +147,8 @@ def evaluate(text: str) -> tuple[Number, list[int]]:
     parser = _Parser(tokens)
     value = parser.expr(0)
     if parser.pos != len(tokens):
-        raise ExpressionError(f"unexpected {tokens[parser.pos]!r}")
+        token = tokens[parser.pos]
+        if token in _OPERATORS or token in "()" or (token.isdigit() and token.isascii()):
+            raise ExpressionError(f"unexpected {token!r}")
+        raise ExpressionError(f"{token[:1]!r} is not allowed (only digits, + - * / and parentheses)")
     return value, parser.literals

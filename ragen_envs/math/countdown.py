@@ -312,7 +312,7 @@ class CountdownEnv(TextEnv):
             " * ".join(nums),
             " - ".join(rev),
             f"({nums[0]} + {nums[1]}) * " + " / ".join(nums[2:]) if len(nums) > 2 else f"{nums[0]} / {nums[1]}",
-            " + ".join(nums[:-1]),
+            f"{nums[0]} * {nums[1]} - " + " - ".join(nums[2:]) if len(nums) > 2 else f"{nums[0]} - {nums[1]}",
         )
 
     def _oracle(self) -> tuple[str, str]:

@@ -49,6 +49,7 @@ from ragen_envs.math.qa_data import QARecord, load_records
 
 class MathQAEnv(SingleAnswerEnv):
     __doc__ = __doc__
+    answer_hint = "a number (an integer, a decimal or a fraction such as 3/4), or the simplest exact expression"
 
     def __init__(
         self,

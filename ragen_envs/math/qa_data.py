@@ -58,56 +58,56 @@ def _did_you_mean(name: str, options) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
-def _rows_jsonl(path: Path) -> Iterator[tuple[str, object]]:
+def _rows_jsonl(path: Path, shown: str) -> Iterator[tuple[str, object]]:
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             try:
-                yield f"{path}:{number}", json.loads(line)
+                yield f"{shown}:{number}", json.loads(line)
             except json.JSONDecodeError as error:
-                raise DatasetError(f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})") from None
+                raise DatasetError(f"{shown}:{number}: not valid JSON ({error.msg} at column {error.colno})") from None
 
 
-def _rows_json(path: Path) -> Iterator[tuple[str, object]]:
+def _rows_json(path: Path, shown: str) -> Iterator[tuple[str, object]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
-        raise DatasetError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+        raise DatasetError(f"{shown}:{error.lineno}: not valid JSON ({error.msg})") from None
     if isinstance(data, dict) and isinstance(data.get("data"), list):
         data = data["data"]
     if not isinstance(data, list):
         raise DatasetError(
-            f"{path}: a .json dataset must be a list of records (or {{'data': [...]}}); use .jsonl for one record per line"
+            f"{shown}: a .json dataset must be a list of records (or {{'data': [...]}}); use .jsonl for one record per line"
         )
     for number, record in enumerate(data, 1):
-        yield f"{path}, record {number}", record
+        yield f"{shown}, record {number}", record
 
 
-def _rows_csv(path: Path, delimiter: str) -> Iterator[tuple[str, object]]:
+def _rows_csv(path: Path, shown: str, delimiter: str) -> Iterator[tuple[str, object]]:
     with path.open(encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle, delimiter=delimiter)
         for record in reader:
             if None in record:
                 raise DatasetError(
-                    f"{path}:{reader.line_num}: more values than the {len(reader.fieldnames or [])} columns of the header"
+                    f"{shown}:{reader.line_num}: more values than the {len(reader.fieldnames or [])} columns of the header"
                 )
-            yield f"{path}:{reader.line_num}", record
+            yield f"{shown}:{reader.line_num}", record
 
 
-def _rows_parquet(path: Path) -> Iterator[tuple[str, object]]:
+def _rows_parquet(path: Path, shown: str) -> Iterator[tuple[str, object]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise DatasetError(
-            f"{path}: reading Parquet needs pyarrow: pip install 'ragen-envs[report]' (or pip install pyarrow)"
+            f"{shown}: reading Parquet needs pyarrow: pip install 'ragen-envs[report]' (or pip install pyarrow)"
         ) from None
     try:
         table = pq.read_table(path)
     except Exception as error:  # pyarrow raises several types for corrupt files
-        raise DatasetError(f"{path}: not a readable Parquet file ({error})") from None
+        raise DatasetError(f"{shown}: not a readable Parquet file ({error})") from None
     for number, record in enumerate(table.to_pylist(), 1):
-        yield f"{path}, row {number}", record
+        yield f"{shown}, row {number}", record
 
 
 def _rows_hub(name: str, split: str, subset: str | None) -> Iterator[tuple[str, object]]:
@@ -189,21 +189,23 @@ def records_from_rows(
 
 
 @lru_cache(maxsize=16)
-def _load_file(path: str, _stamp: tuple, question_field: str | None, answer_field: str | None) -> tuple[QARecord, ...]:
+def _load_file(
+    path: str, shown: str, _stamp: tuple, question_field: str | None, answer_field: str | None
+) -> tuple[QARecord, ...]:
     file = Path(path)
     kind = FILE_FORMATS[file.suffix.lower()]
     if kind == "jsonl":
-        rows = _rows_jsonl(file)
+        rows = _rows_jsonl(file, shown)
     elif kind == "json":
-        rows = _rows_json(file)
+        rows = _rows_json(file, shown)
     elif kind == "parquet":
-        rows = _rows_parquet(file)
+        rows = _rows_parquet(file, shown)
     else:
-        rows = _rows_csv(file, "," if kind == "csv" else "\t")
+        rows = _rows_csv(file, shown, "," if kind == "csv" else "\t")
     try:
-        return records_from_rows(rows, path, question_field, answer_field)
+        return records_from_rows(rows, shown, question_field, answer_field)
     except UnicodeDecodeError as error:
-        raise DatasetError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+        raise DatasetError(f"{shown}: not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
 def load_records(
@@ -223,7 +225,10 @@ def load_records(
         stat = file.stat()
         if stat.st_size == 0:
             raise DatasetError(f"{file}: no records (the file is empty)")
-        return _load_file(str(file.resolve()), (stat.st_mtime_ns, stat.st_size), question_field, answer_field)
+        # Messages and info name the file as the user wrote it (the sample by its place in the package).
+        shown = "ragen_envs/data/math_qa_sample.jsonl" if path is None else str(path)
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        return _load_file(str(file.resolve()), shown, stamp, question_field, answer_field)
     text = str(path)
     looks_like_hub = not file.suffix and text.count("/") == 1 and not text.startswith((".", "/", "~"))
     if looks_like_hub:
