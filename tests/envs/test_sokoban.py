@@ -24,10 +24,10 @@ from ragen_envs.sokoban.render import render_board
 
 GOLDEN = Path(__file__).parent / "golden"
 MOVES = {"Up": (-1, 0), "Down": (1, 0), "Left": (0, -1), "Right": (0, 1)}
-VARIANTS = {  # id: (rows, cols, boxes, difficulty, max moves, seeds checked by the independent BFS)
-    "ragen/Sokoban-v0": (6, 6, 1, 3, 10, range(150)),
-    "ragen/Sokoban-8x8-v0": (8, 8, 2, 8, 30, range(12)),
-    "ragen/Sokoban-10x10-v0": (10, 10, 3, 12, 100, range(0)),
+VARIANTS = {  # id: (rows, cols, boxes, difficulty, max moves, seeds generated, seeds checked by the plain BFS)
+    "ragen/Sokoban-v0": (6, 6, 1, 3, 10, 300, range(300)),
+    "ragen/Sokoban-8x8-v0": (8, 8, 2, 8, 30, 100, range(100)),
+    "ragen/Sokoban-10x10-v0": (10, 10, 3, 12, 100, 60, (2, 3, 6, 7)),  # seeds whose BFS takes < 0.2 s
 }
 
 
@@ -102,10 +102,10 @@ def replay_names(board: dict, names: list[str]) -> frozenset:
 # ---- generated levels -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("env_id", VARIANTS)
 def test_generated_levels_are_well_formed_solvable_and_hard_enough(env_id):
-    rows, cols, n, difficulty, max_moves, bfs_seeds = VARIANTS[env_id]
+    rows, cols, n, difficulty, max_moves, seeds, bfs_seeds = VARIANTS[env_id]
     env = gym.make(env_id).unwrapped
     lengths = []
-    for seed in range(60):
+    for seed in range(seeds):
         obs, info = env.reset(seed=seed)
         board = parse_observation(obs)
         assert set("".join(board["grid"])) <= set("#_OX√PS")
@@ -126,7 +126,11 @@ def test_generated_levels_are_well_formed_solvable_and_hard_enough(env_id):
         if info["optimal_moves"] is not None:
             assert info["optimal_moves"] == info["solution_moves"] == info["lower_bound_moves"]
         if seed in bfs_seeds:
-            assert bfs_moves(board) == info["optimal_moves"], f"seed {seed}"
+            optimum = bfs_moves(board)
+            if info["optimal_moves"] is not None:
+                assert optimum == info["optimal_moves"], f"seed {seed}"
+            else:  # not exact: the BFS optimum lies between the proven bound and the verified solution
+                assert info["lower_bound_moves"] <= optimum <= info["solution_moves"], f"seed {seed}"
         lengths.append(info["solution_moves"])
     assert len(set(lengths)) > 2, "difficulty does not vary"
 
