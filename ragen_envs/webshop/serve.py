@@ -77,7 +77,7 @@ class ShopServer:
         self.max_sessions = max_sessions
         self.idle_timeout = float(idle_timeout)
         self.sessions: dict[str, Session] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # create_session reaps while holding it
         self._stop = threading.Event()
         self._httpd = ThreadingHTTPServer((host, port), _Handler)
         self._httpd.daemon_threads = True
