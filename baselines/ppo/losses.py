@@ -59,20 +59,24 @@ def ppo_policy_loss(
     clip_low: float = 0.2,
     clip_high: float = 0.28,
     aggregation: str = "token-mean",
+    normalizer: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Clipped surrogate (asymmetric clip, as RAGEN-2's 0.2/0.28); returns (pg_loss, stats) with (B, T) inputs.
 
     ``aggregation``: ``token-mean`` averages over all response tokens of the batch; ``seq-mean-token-sum-norm``
     (Dr.GRPO) sums per sequence and divides by a constant (the max length T) so long answers are not favoured.
+    ``normalizer`` replaces the denominator (token count, or sequence count × T) so that micro-batches of one
+    minibatch, or shards of one batch on several ranks, sum to exactly the loss of the whole (1×8 ≡ 8×1).
     """
     ratio = torch.exp(logp - old_logp)  # (B, T)
     unclipped = -advantages * ratio
     clipped = -advantages * torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
     per_token = torch.maximum(unclipped, clipped)
     if aggregation == "token-mean":
-        pg_loss = masked_mean(per_token, mask)
+        pg_loss = masked_mean(per_token, mask) if normalizer is None else (per_token * mask).sum() / normalizer
     elif aggregation == "seq-mean-token-sum-norm":
-        pg_loss = (per_token * mask).sum(dim=1).mean() / per_token.shape[1]
+        total = (per_token * mask).sum()
+        pg_loss = total / (per_token.shape[0] * per_token.shape[1]) if normalizer is None else total / normalizer
     else:
         raise ValueError(f"aggregation must be one of {LOSS_AGGREGATIONS}, got {aggregation!r}")
     with torch.no_grad():
@@ -85,11 +89,19 @@ def ppo_policy_loss(
 
 
 def value_loss(
-    values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float = 0.5
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    mask: torch.Tensor,
+    clip: float = 0.5,
+    normalizer: float | None = None,
 ) -> torch.Tensor:
-    """Clipped value loss, 0.5·max((v−R)², (clip(v)−R)²), averaged over response tokens."""
+    """Clipped value loss, 0.5·max((v−R)², (clip(v)−R)²), averaged over response tokens (or summed and divided
+    by ``normalizer``, as in :func:`ppo_policy_loss`)."""
     clipped = old_values + torch.clamp(values - old_values, -clip, clip)
     loss = torch.maximum((values - returns) ** 2, (clipped - returns) ** 2)
+    if normalizer is not None:
+        return 0.5 * (loss * mask.to(loss.dtype)).sum() / normalizer
     return 0.5 * masked_mean(loss, mask)
 
 

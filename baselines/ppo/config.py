@@ -1,0 +1,173 @@
+"""The learner's one config: every field documented once, validated in ``__post_init__``.
+
+Presets: ``paper`` is RAGEN-2's GPU setting (Qwen2.5-3B, 8 prompts × 16 samples, actor lr 1e-6, critic 1e-5,
+clip 0.2/0.28, entropy 0.001, no KL loss, temperature 1.0, ≤ 400 tokens per turn); ``cpu-tiny`` is the
+setting the CPU tests and the filter experiment use with the shipped tiny model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragen_envs.core import check_choice, check_range
+
+ADVANTAGES = ("gae", "grpo", "drgrpo")
+FILTER_MODES = ("top_p", "top_k", "top_k_abs", "min_p")
+
+
+@dataclass
+class PPOConfig:
+    """Configuration of one training run (``harness train`` flags map 1:1 onto these fields)."""
+
+    model: str = ""
+    """Directory of a transformers causal LM (the shipped tiny model, or any local checkpoint)."""
+    env_id: str = "ragen/Bandit-v0"
+    """Registered env to train on."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments for ``gym.make(env_id, **env_kwargs)``."""
+    iterations: int = 20
+    """Training iterations (rollout + filter + update)."""
+    prompts_per_iteration: int = 8
+    """Groups per iteration: distinct env seeds (RAGEN-2: 8)."""
+    samples_per_prompt: int = 8
+    """Rollouts per group, all on the group's env seed (RAGEN-2: 16)."""
+    seed: int = 0
+    """Run seed: env seeds, sampling seeds and initialisation derive from it."""
+    advantage: str = "gae"
+    """``gae`` (PPO with a critic), ``grpo`` (group-normalised returns), ``drgrpo`` (centred, length-unbiased)."""
+    gamma: float = 1.0
+    """Discount over response tokens (GAE)."""
+    lam: float = 1.0
+    """GAE λ."""
+    actor_lr: float = 1e-6
+    """Policy learning rate (AdamW)."""
+    critic_lr: float = 1e-5
+    """Critic learning rate (AdamW), used with ``advantage="gae"``."""
+    clip_low: float = 0.2
+    """PPO ratio clip below 1."""
+    clip_high: float = 0.28
+    """PPO ratio clip above 1 (asymmetric, "clip-higher")."""
+    value_clip: float = 0.5
+    """Critic value clip."""
+    entropy_coef: float = 0.001
+    """Entropy bonus coefficient."""
+    kl_coef: float = 0.0
+    """KL-to-reference loss coefficient; 0 loads no reference model (RAGEN-2: no KL loss)."""
+    temperature: float = 1.0
+    """Sampling temperature of rollouts; log-probs for the loss use the same temperature."""
+    max_new_tokens: int = 400
+    """Token budget per turn."""
+    max_turns: int | None = None
+    """Override of the env's ``max_turns`` (None keeps the env default)."""
+    context_turns: int | None = None
+    """Earlier turns kept in the prompt (None = full history)."""
+    ppo_epochs: int = 1
+    """Passes over the kept batch per iteration."""
+    minibatch_size: int = 32
+    """Turn samples per optimiser step."""
+    micro_batch_size: int = 8
+    """Turn samples per forward/backward (gradient accumulation inside a minibatch)."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping."""
+    adam_eps: float = 1e-8
+    """AdamW epsilon (a large value makes the step ≈ lr·gradient, used by the DDP equivalence test)."""
+    filter_mode: str = "top_p"
+    """SNR filter: ``top_p``, ``top_k``, ``top_k_abs``, ``min_p`` (see ``snr_filter``)."""
+    filter_value: float = 0.9
+    """Filter parameter; ``top_p`` with value ≥ 1 keeps every group (no filter)."""
+    filter_prob_mode: str = "linear"
+    """``linear`` or ``softmax`` top-p."""
+    filter_spread: str = "std"
+    """Group spread: ``std`` (ddof 1) or ``var``."""
+    filter_include_zero: bool = False
+    """Keep zero-spread groups as candidates."""
+    filter_eps: float = 0.01
+    """Top-p slack: keep the prefix reaching value·total − eps."""
+    mi_every: int = 5
+    """Compute the MI family every k iterations (and at iteration 0); 0 disables."""
+    mi_samples: int = 64
+    """Pairs drawn for each MI sampling scheme."""
+    grad_buckets_every: int = 0
+    """Every k iterations report task/entropy/KL gradient norms per reward-variance bucket; 0 = off."""
+    grad_buckets: int = 3
+    """Number of reward-variance quantile buckets."""
+    out_dir: str = "runs/train"
+    """Where metrics (JSONL, CSV, TensorBoard) and checkpoints go."""
+    checkpoint_every: int = 5
+    """Save a checkpoint every k iterations (and at the end); 0 = only at the end."""
+    device: str = "auto"
+    """``cpu``, ``cuda``… or ``auto``."""
+    dtype: str = "auto"
+    """``float32``, ``bfloat16`` or ``auto`` (bf16 on GPU, fp32 on CPU)."""
+    gradient_checkpointing: bool = False
+    """Trade compute for memory (GPU runs of big models)."""
+    generation_backend: str = "transformers"
+    """``transformers`` (our sampler with KV cache) or ``vllm`` (colocated engine, weights synced per iteration)."""
+    tensorboard: bool = True
+    """Also write TensorBoard event files (needs the ``tensorboard`` package)."""
+
+    def __post_init__(self) -> None:
+        for name in ("iterations", "prompts_per_iteration", "max_new_tokens", "ppo_epochs", "minibatch_size",
+                     "micro_batch_size", "grad_buckets"):  # fmt: skip
+            check_range(name, getattr(self, name), 1, integer=True)
+        check_range("samples_per_prompt", self.samples_per_prompt, 2, integer=True)
+        for name in ("mi_every", "grad_buckets_every", "checkpoint_every", "seed"):
+            check_range(name, getattr(self, name), 0, integer=True)
+        for name in ("actor_lr", "critic_lr", "clip_low", "clip_high", "value_clip", "entropy_coef", "kl_coef",
+                     "max_grad_norm", "filter_value", "filter_eps", "adam_eps"):  # fmt: skip
+            check_range(name, getattr(self, name), 0.0)
+        check_range("gamma", self.gamma, 0.0, 1.0)
+        check_range("lam", self.lam, 0.0, 1.0)
+        check_range("temperature", self.temperature, 1e-6)
+        check_choice("advantage", self.advantage, ADVANTAGES)
+        check_choice("filter_mode", self.filter_mode, FILTER_MODES)
+        check_choice("filter_prob_mode", self.filter_prob_mode, ("linear", "softmax"))
+        check_choice("filter_spread", self.filter_spread, ("std", "var"))
+        check_choice("generation_backend", self.generation_backend, ("transformers", "vllm"))
+        check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16"))
+        if self.micro_batch_size > self.minibatch_size:
+            raise ValueError(
+                f"micro_batch_size ({self.micro_batch_size}) must be ≤ minibatch_size ({self.minibatch_size})"
+            )
+        if not self.model:
+            raise ValueError("model must name a model directory, e.g. model='baselines/tiny/model'")
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> PPOConfig:
+        """Build from a dict, naming unknown fields with a "did you mean"."""
+        import difflib
+
+        known = {f.name for f in dataclasses.fields(cls)}
+        for key in values:
+            if key not in known:
+                hint = difflib.get_close_matches(key, known, n=1)
+                suggestion = f" Did you mean {hint[0]!r}?" if hint else ""
+                raise ValueError(f"Unknown config field {key!r}.{suggestion} Fields: {', '.join(sorted(known))}")
+        return cls(**values)
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": dict(
+        prompts_per_iteration=8, samples_per_prompt=16, actor_lr=1e-6, critic_lr=1e-5, clip_low=0.2, clip_high=0.28,
+        entropy_coef=0.001, kl_coef=0.0, temperature=1.0, max_new_tokens=400, iterations=400, advantage="gae",
+        filter_mode="top_p", filter_value=0.9, minibatch_size=32, micro_batch_size=4, dtype="bfloat16",
+        gradient_checkpointing=True,
+    ),
+    "cpu-tiny": dict(
+        prompts_per_iteration=8, samples_per_prompt=8, actor_lr=2e-5, critic_lr=1e-4, max_new_tokens=64,
+        iterations=12, minibatch_size=64, micro_batch_size=16, mi_every=3, mi_samples=32, dtype="float32",
+    ),
+}  # fmt: skip
+
+
+def preset(name: str, **overrides: Any) -> PPOConfig:
+    """A config from a named preset plus overrides."""
+    if name not in PRESETS:
+        raise ValueError(f"Unknown preset {name!r}. Available: {', '.join(PRESETS)}")
+    return PPOConfig.from_dict({**PRESETS[name], **overrides})

@@ -1,0 +1,132 @@
+"""Multi-turn rollouts for training: G samples per prompt, every sample of a group on the group's env seed.
+
+Prompts are the harness's RAGEN-style conversations (``harness.prompting``), rendered with the tokenizer's
+chat template; the assistant prefix (``<think>``) is part of the prompt ids, the sampled tokens are the
+response. Each turn becomes one :class:`TurnSample` holding the exact ids that were sampled from, so the
+update scores precisely what the policy wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import gymnasium as gym
+
+import ragen_envs  # noqa: F401  (registers the ids)
+from baselines.ppo.generation import sample_batch
+from harness.agents.base import Context
+from harness.prompting import build_context, prefill_for, user_message
+from harness.seeding import derive_seed
+
+
+@dataclass
+class TurnSample:
+    """One response of one episode, with everything the update needs."""
+
+    group: int
+    sample: int
+    turn: int
+    context: Context
+    prompt_ids: list[int]
+    response_ids: list[int]
+    sample_logprobs: list[float]
+    sample_entropies: list[float]
+    response_text: str
+    reward: float = 0.0
+
+
+@dataclass
+class Episode:
+    """A finished rollout: its turns, raw return (format penalties included) and success."""
+
+    group: int
+    sample: int
+    env_seed: int
+    turns: list[TurnSample] = field(default_factory=list)
+    episode_return: float = 0.0
+    success: bool = False
+
+
+def env_seed_for(run_seed: int, iteration: int, group: int) -> int:
+    """The env seed of a group: a fresh level every iteration, shared by the group's samples."""
+    return derive_seed("train-env", run_seed, iteration, group) % (2**31)
+
+
+def render_prompt(tokenizer, context: Context) -> list[int]:
+    """Token ids of a context: chat template with the generation prompt, then the assistant prefill."""
+    text = tokenizer.apply_chat_template(list(context.messages), add_generation_prompt=True, tokenize=False)
+    return tokenizer(text + context.prefill, add_special_tokens=False)["input_ids"]
+
+
+def collect_rollouts(model, tokenizer, config, iteration: int, groups: list[int]) -> list[Episode]:
+    """Play ``samples_per_prompt`` episodes for each group in ``groups``; turn-synchronous batched sampling."""
+    kwargs = dict(config.env_kwargs)
+    if config.max_turns is not None:
+        kwargs["max_turns"] = config.max_turns
+    slots = []
+    for group in groups:
+        seed = env_seed_for(config.seed, iteration, group)
+        for sample in range(config.samples_per_prompt):
+            env = gym.make(config.env_id, **kwargs)
+            observation, info = env.reset(seed=seed)
+            slots.append(
+                {
+                    "env": env,
+                    "episode": Episode(group, sample, seed),
+                    "system": {"role": "system", "content": info["instructions"]},
+                    "exchanges": [],
+                    "current": user_message(1, observation, None),
+                    "prefill": prefill_for(env.unwrapped.response_format),
+                    "done": False,
+                }
+            )
+    turn = 0
+    while True:
+        live = [slot for slot in slots if not slot["done"]]
+        if not live:
+            break
+        turn += 1
+        contexts = [
+            build_context(s["system"], s["exchanges"], s["current"], s["prefill"], config.context_turns) for s in live
+        ]
+        prompts = [render_prompt(tokenizer, c) for c in contexts]
+        seeds = [
+            derive_seed("train-sample", config.seed, iteration, s["episode"].group, s["episode"].sample, turn)
+            for s in live
+        ]
+        outputs = []
+        for start in range(0, len(live), 64):  # bounded batch for memory
+            outputs += sample_batch(
+                model,
+                tokenizer,
+                prompts[start : start + 64],
+                seeds[start : start + 64],
+                max_new_tokens=config.max_new_tokens,
+                temperature=config.temperature,
+            )
+        for slot, context, prompt, out in zip(live, contexts, prompts, outputs):
+            text = tokenizer.decode(out.ids, skip_special_tokens=True)
+            observation, reward, terminated, truncated, info = slot["env"].step(context.prefill + text)
+            episode = slot["episode"]
+            episode.turns.append(
+                TurnSample(
+                    group=episode.group,
+                    sample=episode.sample,
+                    turn=turn,
+                    context=context,
+                    prompt_ids=prompt,
+                    response_ids=out.ids,
+                    sample_logprobs=out.logprobs,
+                    sample_entropies=out.entropies,
+                    response_text=context.prefill + text,
+                    reward=float(reward),
+                )
+            )
+            episode.episode_return += float(reward)
+            slot["exchanges"].append((slot["current"], {"role": "assistant", "content": context.prefill + text}))
+            slot["current"] = user_message(turn + 1, observation, float(reward))
+            if terminated or truncated:
+                episode.success = bool(info.get("success", False))
+                slot["done"] = True
+                slot["env"].close()
+    return [slot["episode"] for slot in slots]

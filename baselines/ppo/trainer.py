@@ -1,0 +1,366 @@
+"""The reference learner: rollouts → SNR filter → old log-probs/values/advantages → PPO/GRPO updates.
+
+One iteration (``Trainer.iteration``):
+  1. ``prompts_per_iteration`` groups × ``samples_per_prompt`` multi-turn rollouts, each group on one env seed;
+  2. diagnostics on the *pre-filter* batch: success, return, token entropy, the MI family every ``mi_every``
+     iterations, the SNR gradient buckets every ``grad_buckets_every`` iterations;
+  3. ``snr_filter.select_groups`` on the raw returns; whole groups are dropped here, before anything else is
+     computed; an empty selection skips the update (logged as ``rollout/empty_after_filter``);
+  4. old log-probs, values (critic, GAE) or group-relative advantages (GRPO, Dr.GRPO), optional reference
+     log-probs for a KL loss;
+  5. ``ppo_epochs`` passes of minibatches with gradient accumulation over micro-batches; under ``torchrun``
+     every rank rolls out its share of the groups and gradients are summed across ranks with one global
+     token normaliser, so N ranks make exactly the update one process makes on the combined batch.
+Logs go to ``out_dir/metrics.jsonl``, ``metrics.csv`` and TensorBoard; ``out_dir/checkpoint.pt`` resumes exactly.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from baselines.ppo import batch as B
+from baselines.ppo.config import PPOConfig
+from baselines.ppo.diagnostics import grad_norm_buckets, mi_family
+from baselines.ppo.rollout import collect_rollouts
+from baselines.ppo.snr_filter import filter_stats, select_groups
+from harness.seeding import derive_seed
+
+
+def _lazy_transformers():
+    try:
+        import transformers
+    except ImportError as error:  # pragma: no cover - exercised only without the extra
+        raise ImportError("The learner needs transformers: pip install 'ragen-envs[llm]'") from error
+    return transformers
+
+
+def _mean_or_nan(values: list[float]) -> float:
+    return float(np.mean(values)) if values else float("nan")
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+    if name == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16}[name]
+
+
+class Distributed:
+    """Rank/world of a ``torchrun`` launch (gloo on CPU, nccl on GPU); a single process otherwise."""
+
+    def __init__(self) -> None:
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        if self.world > 1 and not torch.distributed.is_initialized():
+            backend = "nccl" if torch.cuda.is_available() else "gloo"
+            torch.distributed.init_process_group(backend)
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def sum(self, value: float) -> float:
+        if self.world == 1:
+            return value
+        tensor = torch.tensor([value], dtype=torch.float64)
+        torch.distributed.all_reduce(tensor)
+        return float(tensor)
+
+    def gather(self, obj: Any) -> list[Any]:
+        if self.world == 1:
+            return [obj]
+        out: list[Any] = [None] * self.world
+        torch.distributed.all_gather_object(out, obj)
+        return out
+
+    def sum_grads(self, params: list[torch.nn.Parameter]) -> None:
+        if self.world == 1:
+            return
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            torch.distributed.all_reduce(p.grad)
+
+
+class MetricsWriter:
+    """Append-only JSONL, a CSV rewritten from it, and TensorBoard scalars (rank 0 only)."""
+
+    def __init__(self, out_dir: Path, tensorboard: bool) -> None:
+        self.jsonl = out_dir / "metrics.jsonl"
+        self.csv = out_dir / "metrics.csv"
+        self.tb = None
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError as error:
+                raise ImportError(
+                    "tensorboard=True needs the tensorboard package: pip install 'ragen-envs[train]' "
+                    "(or pass tensorboard=False)"
+                ) from error
+            self.tb = SummaryWriter(str(out_dir / "tensorboard"))
+
+    def rows(self) -> list[dict]:
+        if not self.jsonl.exists():
+            return []
+        return [json.loads(line) for line in self.jsonl.read_text().splitlines() if line.strip()]
+
+    def truncate_after(self, iteration: int) -> None:
+        """Drop rows logged after ``iteration`` (an interrupted run resumed from an earlier checkpoint)."""
+        kept = [row for row in self.rows() if row["iteration"] <= iteration]
+        self.jsonl.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in kept))
+
+    def write(self, row: dict) -> None:
+        with self.jsonl.open("a") as handle:
+            handle.write(json.dumps(row, sort_keys=True) + "\n")
+            handle.flush()
+        rows = self.rows()
+        keys = sorted({k for r in rows for k in r})
+        with self.csv.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=keys)
+            writer.writeheader()
+            writer.writerows(rows)
+        if self.tb is not None:
+            for key, value in row.items():
+                if isinstance(value, (int, float)) and key != "iteration" and np.isfinite(value):
+                    self.tb.add_scalar(key, value, row["iteration"])
+            self.tb.flush()
+
+
+class Trainer:
+    """Holds the models, optimisers and logs of one run; ``train()`` runs all iterations."""
+
+    def __init__(self, config: PPOConfig) -> None:
+        transformers = _lazy_transformers()
+        self.config = config
+        self.dist = Distributed()
+        self.device = resolve_device(config.device)
+        dtype = resolve_dtype(config.dtype, self.device)
+        torch.manual_seed(config.seed)
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        load = dict(dtype=dtype)
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(config.model)
+        self.policy = transformers.AutoModelForCausalLM.from_pretrained(config.model, **load).to(self.device)
+        if config.gradient_checkpointing:
+            self.policy.gradient_checkpointing_enable()
+        self.reference = None
+        if config.kl_coef > 0:
+            self.reference = transformers.AutoModelForCausalLM.from_pretrained(config.model, **load).to(self.device)
+            self.reference.eval().requires_grad_(False)
+        self.critic = None
+        self.critic_optimizer = None
+        if config.advantage == "gae":
+            backbone = transformers.AutoModelForCausalLM.from_pretrained(config.model, **load)
+            self.critic = B.ValueModel(backbone).to(self.device)
+            self.critic_optimizer = torch.optim.AdamW(
+                self.critic.parameters(), lr=config.critic_lr, eps=config.adam_eps
+            )
+        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=config.actor_lr, eps=config.adam_eps)
+        self.out_dir = Path(config.out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.writer = MetricsWriter(self.out_dir, config.tensorboard) if self.dist.main else None
+        self.next_iteration = 0
+        self.engine = None
+        if config.generation_backend == "vllm":
+            from baselines.ppo.vllm_engine import VLLMEngine
+
+            self.engine = VLLMEngine(config, self.tokenizer)
+
+    # ---- checkpoints --------------------------------------------------------------------------------
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.out_dir / "checkpoint.pt"
+
+    def save(self) -> None:
+        if not self.dist.main:
+            return
+        state = {
+            "next_iteration": self.next_iteration,
+            "config": json.loads(self.config.to_json()),
+            "policy": self.policy.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "critic": self.critic.state_dict() if self.critic else None,
+            "critic_optimizer": self.critic_optimizer.state_dict() if self.critic_optimizer else None,
+        }
+        tmp = self.checkpoint_path.with_suffix(".tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, self.checkpoint_path)
+
+    def resume(self) -> bool:
+        """Load ``checkpoint.pt`` if present; the next iteration is then exactly the uninterrupted one."""
+        if not self.checkpoint_path.exists():
+            return False
+        state = torch.load(self.checkpoint_path, map_location=self.device, weights_only=False)
+        self.policy.load_state_dict(state["policy"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.critic is not None and state["critic"] is not None:
+            self.critic.load_state_dict(state["critic"])
+            self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.next_iteration = state["next_iteration"]
+        if self.writer is not None:
+            self.writer.truncate_after(self.next_iteration - 1)
+        return True
+
+    # ---- one iteration ------------------------------------------------------------------------------
+    def _rollouts(self, iteration: int) -> list:
+        groups = list(range(self.config.prompts_per_iteration))[self.dist.rank :: self.dist.world]
+        if self.engine is not None:
+            self.engine.sync(self.policy)
+            return self.engine.collect(iteration, groups)
+        self.policy.eval()
+        return collect_rollouts(self.policy, self.tokenizer, self.config, iteration, groups)
+
+    def iteration(self, iteration: int) -> dict[str, float]:
+        cfg = self.config
+        start = time.perf_counter()
+        local = self._rollouts(iteration)
+        rollout_s = time.perf_counter() - start
+        everyone = [e for part in self.dist.gather([(e.group, e.sample, e.episode_return, e.success) for e in local])
+                    for e in part]  # fmt: skip
+        groups = sorted({g for g, *_ in everyone})
+        returns = np.zeros((len(groups), cfg.samples_per_prompt))
+        for g, s, ret, _ in everyone:
+            returns[groups.index(g), s] = ret
+        log: dict[str, float] = {
+            "iteration": iteration,
+            "rollout/success": float(np.mean([ok for *_, ok in everyone])),
+            "rollout/return": float(returns.mean()),
+            "rollout/turns": float(np.mean([len(e.turns) for e in local])),
+            "rollout/response_tokens": float(np.mean([len(t.response_ids) for e in local for t in e.turns])),
+            "actor/token_entropy": _mean_or_nan([h for e in local for t in e.turns for h in t.sample_entropies]),
+            "timing/rollout_s": rollout_s,
+        }
+        rng = np.random.default_rng(derive_seed("train-mi", cfg.seed, iteration))
+        if cfg.mi_every and iteration % cfg.mi_every == 0 and self.dist.main:
+            self.policy.eval()
+            mi_start = time.perf_counter()
+            log.update(mi_family(self.policy, self.tokenizer, local, cfg, rng))
+            log["timing/mi_s"] = time.perf_counter() - mi_start
+
+        kept = select_groups(
+            returns, mode=cfg.filter_mode, value=cfg.filter_value, prob_mode=cfg.filter_prob_mode,
+            spread=cfg.filter_spread, include_zero=cfg.filter_include_zero, eps=cfg.filter_eps,
+        )  # fmt: skip
+        stats = filter_stats(returns, kept)
+        log.update({
+            "rollout/filter_kept_count": stats.kept_count, "rollout/filter_kept_ratio": stats.kept_ratio,
+            "rollout/filter_zero_count": stats.zero_spread_count, "rollout/in_group_reward_std": stats.mean_in_group_std,
+            "rollout/chosen_in_group_reward_std": stats.mean_kept_in_group_std,
+            "rollout/empty_after_filter": float(stats.empty),
+        })  # fmt: skip
+
+        analyse = cfg.grad_buckets_every and iteration % cfg.grad_buckets_every == 0
+        kept_groups = {groups[i] for i in kept}
+        chosen = local if analyse else [e for e in local if e.group in kept_groups]
+        update_start = time.perf_counter()
+        if chosen:
+            rows, by_episode = B.build_rows(chosen)
+            B.fill_old_stats(rows, self.policy, self.critic, self.reference, cfg.temperature, cfg.micro_batch_size)
+            B.fill_advantages(chosen, by_episode, cfg)
+            if analyse:
+                log.update(self._grad_buckets(by_episode, returns, groups))
+                rows = [r for r in rows if r.sample.group in kept_groups]
+            if not stats.empty:
+                log.update(self._update(rows, iteration))
+        log["timing/update_s"] = time.perf_counter() - update_start
+        tokens = self.dist.sum(float(sum(len(t.response_ids) for e in local for t in e.turns)))
+        log["perf/rollout_tokens_per_s"] = tokens / max(rollout_s, 1e-9)
+        return log
+
+    def _grad_buckets(self, by_episode, returns, groups) -> dict[str, float]:
+        rows_by_group: dict[int, list] = {}
+        for (group, _), rows in by_episode.items():
+            rows_by_group.setdefault(group, []).extend(rows)
+        std = {g: float(np.std(returns[groups.index(g)], ddof=1)) for g in rows_by_group}
+        denominator = {g: B.normalizer(r, self.config) for g, r in rows_by_group.items()}
+        self.policy.train()
+
+        def parts(rows):
+            return B.policy_loss(
+                rows, self.policy, self.config, sum(denominator[g] for g in {r.sample.group for r in rows}), parts=True
+            )
+
+        result = grad_norm_buckets(rows_by_group, std, self.policy, self.config, parts)
+        self.policy.zero_grad(set_to_none=True)
+        return result
+
+    def _update(self, rows: list, iteration: int) -> dict[str, float]:
+        cfg = self.config
+        self.policy.train()
+        totals = {"losses/pg_loss": 0.0, "losses/approx_kl": 0.0, "losses/clipfrac": 0.0, "losses/entropy": 0.0}
+        token_total = 0.0
+        value_total = 0.0
+        steps = 0
+        params = [p for p in self.policy.parameters() if p.requires_grad]
+        global_rows = int(self.dist.sum(float(len(rows))))
+        num_minibatches = max(1, -(-global_rows // cfg.minibatch_size))
+        update_start = time.perf_counter()
+        for epoch in range(cfg.ppo_epochs):
+            order = np.random.default_rng(derive_seed("train-shuffle", cfg.seed, iteration, epoch, self.dist.rank))
+            permuted = [rows[i] for i in order.permutation(len(rows))]
+            for minibatch in np.array_split(np.arange(len(permuted)), num_minibatches):
+                mb = [permuted[i] for i in minibatch]
+                denominator = self.dist.sum(B.normalizer(mb, cfg))
+                self.optimizer.zero_grad(set_to_none=True)
+                if self.critic_optimizer:
+                    self.critic_optimizer.zero_grad(set_to_none=True)
+                for start in range(0, len(mb), cfg.micro_batch_size):
+                    micro = mb[start : start + cfg.micro_batch_size]
+                    loss, stats = B.policy_loss(micro, self.policy, cfg, denominator)
+                    loss.backward()
+                    totals["losses/pg_loss"] += float(loss.detach()) * denominator
+                    totals["losses/approx_kl"] += stats["approx_kl"]
+                    totals["losses/clipfrac"] += stats["clipfrac"]
+                    totals["losses/entropy"] += stats["entropy"]
+                    token_total += sum(r.length for r in micro)
+                    if self.critic is not None:
+                        v_loss = B.critic_loss(micro, self.critic, cfg, denominator)
+                        v_loss.backward()
+                        value_total += float(v_loss.detach()) * denominator
+                self.dist.sum_grads(params)
+                torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+                self.optimizer.step()
+                if self.critic is not None:
+                    critic_params = list(self.critic.parameters())
+                    self.dist.sum_grads(critic_params)
+                    torch.nn.utils.clip_grad_norm_(critic_params, cfg.max_grad_norm)
+                    self.critic_optimizer.step()
+                steps += 1
+        elapsed = time.perf_counter() - update_start
+        token_total = max(self.dist.sum(token_total), 1.0)
+        out = {key: self.dist.sum(value) / token_total for key, value in totals.items()}
+        if self.critic is not None:
+            out["losses/value_loss"] = self.dist.sum(value_total) / token_total
+        out["perf/train_tokens_per_s"] = token_total / max(elapsed, 1e-9)
+        out["losses/optimizer_steps"] = steps
+        return out
+
+    def train(self, resume: bool = True) -> list[dict[str, float]]:
+        """Run (or continue) the configured iterations; returns the logged rows of this call."""
+        if resume:
+            self.resume()
+        if self.dist.main:
+            (self.out_dir / "config.json").write_text(self.config.to_json())
+        logged = []
+        while self.next_iteration < self.config.iterations:
+            row = self.iteration(self.next_iteration)
+            self.next_iteration += 1
+            if self.writer is not None:
+                self.writer.write(row)
+            logged.append(row)
+            every = self.config.checkpoint_every
+            if (every and self.next_iteration % every == 0) or self.next_iteration == self.config.iterations:
+                self.save()
+        return logged
