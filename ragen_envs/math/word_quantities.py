@@ -150,25 +150,48 @@ def ratios(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     return " ".join([*parts, f"How many {join_words(wanted)} {thing} are there in total?"]), total
 
 
-_TIME_UNITS = (("weeks", 7), ("days", 24), ("hours", 60), ("minutes", 60), ("seconds", 1))
+# unit ladders: (unit, how many of the next unit it holds); each ladder has sentence templates
+_LADDERS = (
+    (
+        (("weeks", 7), ("days", 24), ("hours", 60), ("minutes", 60), ("seconds", 1)),
+        (
+            "A film festival lasts {}.",
+            "A road trip takes {}.",
+            "A charity marathon lasts {}.",
+            "A science camp runs for {}.",
+        ),
+    ),
+    (
+        (("kilometers", 1000), ("meters", 100), ("centimeters", 10), ("millimeters", 1)),
+        ("A hiking trail is {} long.", "A cable is {} long.", "A canal runs for {}.", "A race course measures {}."),
+    ),
+    (
+        (("tonnes", 1000), ("kilograms", 1000), ("grams", 1000), ("milligrams", 1)),
+        ("A shipment of sand weighs {}.", "A truck carries {} of apples.", "A statue weighs {}."),
+    ),
+)
 
 
 def unit_conversion(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
-    # Converting down k levels costs k multiplications plus one addition per extra component given.
-    levels = min(4, steps)
+    # Converting down k levels costs k multiplications plus one addition per extra amount given.
+    usable = [ladder for ladder in _LADDERS if 2 * (len(ladder[0]) - 1) >= steps]
+    units, templates = d.pick(usable)
+    depth = len(units) - 1
+    levels = d.int((steps + 1) // 2, min(depth, steps))
     extras = steps - levels
-    start = d.int(0, 4 - levels)
+    start = d.int(0, depth - levels)
     end = start + levels
     with_parts = sorted(d.sample(range(start + 1, end + 1), extras))
-    amounts = {start: d.int(1, 6), **{level: d.int(1, _TIME_UNITS[level - 1][1] - 1) for level in with_parts}}
-    given = join_words([f"{amounts[level]} {_TIME_UNITS[level][0]}" for level in sorted(amounts)])
-    event = d.pick(("A film festival", "A road trip", "A science experiment", "A charity marathon", "A music retreat"))
-    value = Fraction(amounts[start])
+    amounts = {start: d.int(1, 9), **{level: d.int(1, units[level - 1][1] - 1) for level in with_parts}}
+    given = join_words([f"{amounts[level]} {units[level][0]}" for level in sorted(amounts)])
+    if amounts[start] == 1:
+        given = given.replace(f"1 {units[start][0]}", f"1 {units[start][0][:-1]}", 1)
+    value = amounts[start]
     for level in range(start, end):
-        value = w.op(value, "*", _TIME_UNITS[level][1])
+        value = w.op(value, "*", units[level][1])
         if level + 1 in amounts:
             value = w.op(value, "+", amounts[level + 1])
-    return f"{event} lasts {given}. How many {_TIME_UNITS[end][0]} is that?", value
+    return f"{d.pick(templates).format(given)} How many {units[end][0]} is that?", value
 
 
 INGREDIENTS = ("flour", "sugar", "milk", "oats", "rice", "yogurt", "cocoa", "butter")
