@@ -8,6 +8,7 @@ harness report runs/<a> runs/<b>                      # side by side
 harness ls                                            # envs, agents, metrics, presets
 harness run hf:/path/to/checkpoint --suite official   # the leaderboard's evaluation split
 harness submit runs/<run-id> --model-name "My 3B" --org Lab --contact me@lab.org --out my.ragen.tar.gz
+harness train cpu-tiny --model baselines/tiny/model --env-id ragen/Bandit-v0   # PPO/GRPO + SNR filter
 """
 
 from __future__ import annotations
@@ -73,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", help="write report.md and plots here")
 
     sub.add_parser("ls", help="envs, agents, metrics and presets with one-line descriptions")
+
+    from baselines.ppo.cli import add_train_arguments
+
+    add_train_arguments(sub.add_parser("train", help="PPO/GRPO with SNR-aware filtering (baselines/ppo)"))
     return parser
 
 
@@ -210,6 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from leaderboard.cli import run_pack
 
             return run_pack(args)
+        if args.command == "train":
+            from baselines.ppo.cli import run_train
+
+            return run_train(args)
         return cmd_ls()
     except (ValueError, OSError, ImportError) as exc:  # user mistakes: bad names, paths, missing extras
         print(f"harness: error: {exc}", file=sys.stderr)

@@ -183,3 +183,19 @@ def test_vllm_backend_is_lazy_and_explains_itself(tiny_model_dir, tmp_path):
             Trainer(small_config(tiny_model_dir, tmp_path, generation_backend="vllm"))
     else:  # pragma: no cover - GPU machines
         pytest.skip("vLLM installed: exercised by the gpu-marked tests")
+
+
+def test_harness_train_cli(tiny_model_dir, tmp_path, capsys):
+    from harness.cli import main
+
+    out = tmp_path / "cli"
+    argv = ["train", "cpu-tiny", "--model", tiny_model_dir, "--env-id", "ragen/Bandit-v0", "--env-kwargs",
+            '{"max_turns": 2}', "--iterations", "1", "--prompts-per-iteration", "2", "--samples-per-prompt", "2",
+            "--max-new-tokens", "4", "--mi-every", "0", "--out-dir", str(out), "--no-tensorboard"]  # fmt: skip
+    assert main(argv) == 0
+    assert "iter    0" in capsys.readouterr().out
+    assert json.loads((out / "config.json").read_text())["samples_per_prompt"] == 2
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 1
+    assert main(["train", "--model", tiny_model_dir, "--advantage", "a3c", "--out-dir", str(out)]) == 2
+    assert "advantage must be one of" in capsys.readouterr().err
+    assert main(["train", "no-such-preset", "--model", tiny_model_dir]) == 2

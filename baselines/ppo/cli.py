@@ -1,0 +1,104 @@
+"""``harness train [PRESET-or-CONFIG.json] [--field value ...]``: the learner from the command line.
+
+Every ``PPOConfig`` field is a flag (``--actor-lr 1e-6``, ``--env-kwargs '{"max_turns": 3}'``,
+``--no-tensorboard``); its help text is the field's docstring in config.py, so it is written once.
+Precedence: preset or JSON file, then flags. A run resumes from ``<out-dir>/checkpoint.pt`` unless ``--fresh``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import json
+import typing
+from pathlib import Path
+
+from baselines.ppo import config as config_module
+from baselines.ppo.config import PRESETS, PPOConfig
+
+
+def _field_docs() -> dict[str, str]:
+    """Field name → the docstring under it in config.py (parsed, so help text is never duplicated)."""
+    tree = ast.parse(Path(config_module.__file__).read_text())
+    docs: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "PPOConfig":
+            body = node.body
+            for a, b in zip(body, body[1:]):
+                if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant):
+                    docs[a.target.id] = str(b.value.value)
+    return docs
+
+
+def _parser_for(annotation: typing.Any):
+    if annotation in (int, float, str):
+        return annotation
+    text = str(annotation)
+    if "dict" in text:
+        return json.loads
+    if "int" in text and "None" in text:
+        return lambda v: None if v.lower() == "none" else int(v)
+    return str
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("base", nargs="?", help=f"a preset ({', '.join(PRESETS)}) or a config .json file")
+    parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint in --out-dir")
+    docs = _field_docs()
+    hints = typing.get_type_hints(PPOConfig)
+    for f in dataclasses.fields(PPOConfig):
+        flag = "--" + f.name.replace("_", "-")
+        if hints[f.name] is bool:
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None,
+                                help=docs.get(f.name, ""))  # fmt: skip
+        else:
+            parser.add_argument(flag, dest=f.name, type=_parser_for(hints[f.name]), default=None,
+                                help=docs.get(f.name, ""))  # fmt: skip
+
+
+def config_from_args(args: argparse.Namespace) -> PPOConfig:
+    values: dict[str, typing.Any] = {}
+    if args.base:
+        if args.base in PRESETS:
+            values.update(PRESETS[args.base])
+        elif Path(args.base).is_file():
+            values.update(json.loads(Path(args.base).read_text()))
+        else:
+            raise ValueError(f"{args.base!r} is neither a preset ({', '.join(PRESETS)}) nor a config file")
+    for f in dataclasses.fields(PPOConfig):
+        value = getattr(args, f.name, None)
+        if value is not None:
+            values[f.name] = value
+    return PPOConfig.from_dict(values)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from baselines.ppo.trainer import Trainer
+
+    config = config_from_args(args)
+    trainer = Trainer(config)
+    rows = trainer.train(resume=not args.fresh)
+    if trainer.dist.main:
+        for row in rows:
+            print(
+                f"iter {row['iteration']:4d}  success {row['rollout/success']:.3f}  return {row['rollout/return']:+.3f}"
+                f"  kept {row['rollout/filter_kept_ratio']:.2f}"
+                + (
+                    f"  mi {row['collapse_first_turn/mi_estimate']:+.3f}"
+                    if "collapse_first_turn/mi_estimate" in row
+                    else ""
+                )
+            )
+        print(f"logs and checkpoint in {config.out_dir}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m baselines.ppo.cli", description=__doc__.splitlines()[0])
+    add_train_arguments(parser)
+    return run_train(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
