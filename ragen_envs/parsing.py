@@ -34,6 +34,14 @@ def _fail(error: str) -> ParsedResponse:
     return ParsedResponse(ok=False, error=error)
 
 
+def _success(thinking: str, answer: str) -> ParsedResponse:
+    """``ParsedResponse(ok=True, thinking=thinking, answer=answer)``, built without the frozen dataclass's
+    four ``object.__setattr__`` calls: a third of the time of a whole parse, paid on every env step."""
+    parsed = object.__new__(ParsedResponse)
+    parsed.__dict__.update(ok=True, thinking=thinking, answer=answer, error="")
+    return parsed
+
+
 def _find_answer(text: str, start: int) -> tuple[str, str] | ParsedResponse:
     """Return (answer, "") for the first ``<answer>…</answer>`` at or after ``start``, else a failure."""
     open_at = text.find(ANSWER_OPEN, start)
@@ -51,7 +59,7 @@ def parse_response(text: object, response_format: str = "think") -> ParsedRespon
         return _fail(f"response must be a string, got {type(text).__name__}")
     if response_format == "raw":
         answer = text.strip()
-        return ParsedResponse(ok=True, answer=answer) if answer else _fail("empty response")
+        return _success("", answer) if answer else _fail("empty response")
     if response_format == "answer":
         found = _find_answer(text, 0)
         if isinstance(found, ParsedResponse):
@@ -79,16 +87,13 @@ def parse_response(text: object, response_format: str = "think") -> ParsedRespon
         return _fail(f"unknown response format {response_format!r}; allowed: {RESPONSE_FORMATS}")
     if not answer:
         return ParsedResponse(ok=False, thinking=thinking, error="empty answer")
-    return ParsedResponse(ok=True, thinking=thinking, answer=answer)
+    return _success(thinking, answer)
 
 
 def split_actions(answer: str, separator: str | None = "||", limit: int | None = None) -> list[str]:
     """Split an answer into stripped, non-empty action strings, keeping at most ``limit`` of them."""
-    if separator is None:
-        parts = [answer.strip()]
-    else:
-        parts = [part.strip() for part in answer.split(separator)]
-    parts = [part for part in parts if part]
+    parts = [answer] if separator is None else answer.split(separator)
+    parts = [part for part in map(str.strip, parts) if part]
     return parts if limit is None else parts[:limit]
 
 
