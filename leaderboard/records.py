@@ -59,6 +59,24 @@ _TURN_FIELDS = (
 )  # fmt: skip
 
 
+_EPISODE_FIELDS = (("agent", str, False), ("instructions", str, False), ("initial_observation", str, False),
+                   ("turns", list, False), ("success", bool, False), ("return", (int, float), False))  # fmt: skip
+
+
+def _fields_ok(mapping: dict, fields: tuple) -> bool:
+    """Fast path: every field present with its type (a bool is not a number)."""
+    for key, kind, nullable in fields:
+        value = mapping.get(key, _MISSING)
+        if value is None and nullable:
+            continue
+        if value is _MISSING or not isinstance(value, kind) or (value.__class__ is bool and kind is not bool):
+            return False
+    return True
+
+
+_MISSING = object()
+
+
 def parse_episode(line_number: int, obj: Any) -> EpisodeRecord:
     """One parsed JSON line of episodes.jsonl as an :class:`EpisodeRecord`; :class:`RecordError` if malformed."""
     where = f"episodes.jsonl line {line_number}"
@@ -67,12 +85,14 @@ def parse_episode(line_number: int, obj: Any) -> EpisodeRecord:
     env_id = _check(obj, "env_id", str, where)
     seed = _check(obj, "seed", int, where)
     sample = _check(obj, "sample", int, where)
-    where = f"episode {env_id} seed {seed} sample {sample} (episodes.jsonl line {line_number})"
     kwargs = _check(obj, "env_kwargs", dict, where)
-    for key, kind in (("agent", str), ("instructions", str), ("initial_observation", str), ("turns", list),
-                      ("success", bool), ("return", (int, float))):  # fmt: skip
-        _check(obj, key, kind, where)
+    where = f"episode {env_id} seed {seed} sample {sample} (episodes.jsonl line {line_number})"
+    if not _fields_ok(obj, _EPISODE_FIELDS):
+        for key, kind, nullable in _EPISODE_FIELDS:
+            _check(obj, key, kind, where, nullable)
     for index, turn in enumerate(obj["turns"], start=1):
+        if isinstance(turn, dict) and _fields_ok(turn, _TURN_FIELDS):
+            continue
         at = f"{where} turn {index}"
         if not isinstance(turn, dict):
             raise RecordError(f"{at}: a turn must be a JSON object")
@@ -88,8 +108,8 @@ def iter_episode_lines(data: bytes) -> Iterator[tuple[int, Any, str]]:
             continue
         try:
             yield number, json.loads(line), ""
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            yield number, None, f"episodes.jsonl line {number}: malformed JSON ({exc})"
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            yield number, None, f"episodes.jsonl line {number}: malformed JSON ({type(exc).__name__}: {exc})"
 
 
 # ---- config.json <-> suites ---------------------------------------------------------------------------------
@@ -119,8 +139,17 @@ def identify_run(config: Any, suite: Suite | None = None, secret: bytes | None =
         agents = config["run"]["agents"]
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"config.json is not a harness run config ({type(exc).__name__}: {exc})") from None
+    if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+        raise ValueError("config.json: run.agents must be a list of agent specs")
     if len(agents) != 1:
         raise ValueError(f"a submission is one agent, but this run has {len(agents)}: {agents}; run each agent alone")
+    context_turns = config["run"].get("context_turns")
+    if context_turns is not None and (
+        isinstance(context_turns, bool) or not isinstance(context_turns, int) or context_turns < 0
+    ):
+        raise ValueError(
+            f"config.json: run.context_turns must be null or a non-negative integer, got {context_turns!r}"
+        )
     candidates = [suite] if suite is not None else list(SUITES.values())
     for candidate in candidates:
         splits = ["official"] + (["hidden"] if candidate.hidden is not None and secret is not None else [])

@@ -122,7 +122,7 @@ def check_manifest(members: dict[str, bytes]) -> list[str]:
         return [f"archive has no {MANIFEST}"]
     try:
         document = json.loads(members[MANIFEST])
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:
         return [f"{MANIFEST} is malformed JSON: {exc}"]
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         return [f"{MANIFEST} is not a {FORMAT} manifest"]

@@ -83,6 +83,8 @@ def _rows_of(summary_doc: Any, agent: str) -> dict[str, dict[str, Any]] | str:
     for row in summary_doc["rows"]:
         if not isinstance(row, dict) or not isinstance(row.get("metrics"), dict):
             return "summary.json has a malformed row"
+        if not isinstance(row.get("env_id"), str):
+            return "summary.json has a row without an env_id"
         if row.get("agent") != agent:
             return f"summary.json has a row for agent {row.get('agent')!r}; the run's agent is {agent!r}"
         if row.get("env_id") in rows:
