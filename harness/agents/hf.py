@@ -1,59 +1,42 @@
-"""``hf:<dir-or-name>``: a transformers causal LM as a harness agent (extra ``llm``; torch imported lazily).
+"""``hf:<dir-or-name>``: a transformers causal LM on CPU or GPU (the ``llm`` extra); ``tiny`` is the shipped one.
 
-Generation: the chat template (``add_generation_prompt``) plus the prefill is tokenized per request; a batch
-is left-padded, run once over the prompt, then one token at a time over the KV cache. Each row samples with
-its *own* ``torch.Generator`` seeded from the request's seed (so a response does not depend on its batch
-mates, up to float noise of padding), from ``softmax(logits / temperature)`` (greedy at temperature 0), and
-stops at an EOS token, at ``</answer>`` (text after it is cut) or after ``max_new_tokens``. Every token
-comes with its log-prob and the entropy of the distribution it was drawn from (temperature applied; the
-temperature-1 distribution when greedy).
+Generation renders each context with the tokenizer's chat template (``add_generation_prompt``) followed by
+the prefill, batches prompts of similar length (``batch_size`` per forward, left padding), decodes over the
+KV cache and stops each row at ``</answer>`` (kept), at the model's end-of-sequence tokens (dropped), or at
+the per-turn budget ``max_new_tokens``; see :mod:`harness.agents.decoding`. Every request samples with its
+own seeded generator, so a response depends on its context and seed only. Each generation carries its
+tokens' log-probs and the entropies of the distributions they were drawn from (``temperature`` applied;
+greedy when it is 0).
 
-Scoring (teacher forcing): ``log p(text | context)`` = sum over the text's tokens (tokenized on its own,
-without special tokens, appended to the prompt's ids) of ``log softmax(logits / T)``, the same
-distribution generation samples from. ``score_matrix`` reuses each prompt's KV cache: one forward over
-prompt ``j``, then all texts in one batched forward on top of it (N prompt forwards instead of N×M).
-A tokenizer without a chat template gets a plain ``<role>: content`` layout.
+Scoring is teacher forcing under the same distribution; ``score_matrix`` (the MI family's every-text-
+under-every-context) runs each context once and reuses its KV cache for all texts.
+
+Device and dtype: ``device="auto"`` takes CUDA when available; ``dtype="auto"`` is bfloat16 on GPU and
+float32 on CPU. On CPU a model under 50M parameters runs single-threaded unless ``threads`` is set in
+``AgentOptions.extra`` (this sets torch's process-wide thread count). A local directory loads offline (``local_files_only``); a hub name needs network access.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from harness.agents.base import Agent, Context, Generation, Request, Score
 from harness.agents.registry import AgentOptions
 
-STOP_TEXT = "</answer>"
-LLM_EXTRA = "pip install torch==2.13.0 && pip install 'ragen-envs[llm]'"
-_FALLBACK_TEMPLATE = (
-    "{% for m in messages %}<{{ m['role'] }}>: {{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<assistant>: {% endif %}"
-)
+STOP = "</answer>"
 
 
-def _torch():
+def _import_llm():
     try:
         import torch
-    except ImportError:
-        raise ImportError(f"the hf: agent needs torch and transformers: {LLM_EXTRA}") from None
-    return torch
-
-
-def _cache_keyword(model: Any) -> str:
-    """forward()'s KV-cache keyword: ``cache`` in transformers 5, ``past_key_values`` before."""
-    import inspect
-
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-
-
-def _cache_of(output: Any) -> Any:
-    cache = getattr(output, "cache", None)
-    return cache if cache is not None else output.past_key_values
+        import transformers
+    except ImportError as error:
+        raise ImportError(
+            "the hf: agent needs torch and transformers: pip install torch==2.13.0 && pip install -e '.[llm]'"
+        ) from error
+    return torch, transformers
 
 
 class HFAgent(Agent):
@@ -61,198 +44,146 @@ class HFAgent(Agent):
 
     can_score = True
 
-    def __init__(self, model: Any, tokenizer: Any, options: AgentOptions | None = None, spec: str = "hf") -> None:
-        torch = _torch()
-        self.options = options or AgentOptions()
-        self.spec = spec
-        self.model = model.eval()
+    def __init__(self, model, tokenizer, options: AgentOptions | None = None, name: str = "") -> None:
+        self.model = model
         self.tokenizer = tokenizer
-        self.device = next(model.parameters()).device
-        self._cache_kw = _cache_keyword(model)
-        eos = tokenizer.eos_token_id
-        self.stop_ids = set() if eos is None else {eos} if isinstance(eos, int) else set(eos)
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.stop_ids, default=0)
-        if getattr(tokenizer, "chat_template", None) is None:
-            tokenizer.chat_template = _FALLBACK_TEMPLATE
-        self._torch = torch
+        self.options = options or AgentOptions()
+        self.name = name
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self.pad_id = tokenizer.pad_token_id
+        eos = model.generation_config.eos_token_id if model.generation_config is not None else None
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        if tokenizer.eos_token_id is not None:
+            eos.append(tokenizer.eos_token_id)
+        self.eos_ids = sorted(set(eos))
+        stop_piece = tokenizer.encode(STOP, add_special_tokens=False)
+        # A single-token "</answer>" is a stop id; otherwise the decoded tail is checked for the string.
+        self.stop_ids = self.eos_ids + (stop_piece if len(stop_piece) == 1 else [])
+        self._stop_is_token = len(stop_piece) == 1
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str, options: AgentOptions | None = None) -> HFAgent:
-        """Load tokenizer and model from a local directory (or, when online, a hub name)."""
-        torch = _torch()
-        try:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError:
-            raise ImportError(f"the hf: agent needs transformers: {LLM_EXTRA}") from None
+    def from_pretrained(cls, name_or_dir: str, options: AgentOptions | None = None) -> HFAgent:
+        torch, transformers = _import_llm()
         options = options or AgentOptions()
-        local = Path(name_or_path).expanduser()
-        offline = os.environ.get("HF_HUB_OFFLINE") == "1" or local.is_dir()
-        if not local.is_dir() and offline:
-            raise ValueError(
-                f"hf:{name_or_path}: no such directory, and HF_HUB_OFFLINE=1 forbids downloading it; "
-                "pass a local checkpoint directory"
-            )
         device = options.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-        if options.dtype == "auto":
-            dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-        elif options.dtype in dtypes:
-            dtype = dtypes[options.dtype]
-        else:
-            raise ValueError(f"dtype must be one of {('auto', *dtypes)}, got {options.dtype!r}")
-        path = str(local) if local.is_dir() else name_or_path
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=offline)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=offline).to(device)
-        return cls(model, tokenizer, options, spec=f"hf:{name_or_path}")
+        dtype = options.dtype
+        if dtype == "auto":
+            dtype = "bfloat16" if device.startswith("cuda") else "float32"
+        if not hasattr(torch, dtype):
+            raise ValueError(f"dtype must be one of auto, float32, bfloat16, float16; got {dtype!r}")
+        local = os.path.isdir(name_or_dir)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(name_or_dir, local_files_only=local)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            name_or_dir, dtype=getattr(torch, dtype), local_files_only=local
+        )
+        model.to(device).eval()
+        if device == "cpu":
+            # Matrices of a small model are too small for intra-op threads to pay, and on a shared machine
+            # oversubscribed threads made the tiny model >10x slower (27 s vs 2 s for one batch here).
+            small = sum(p.numel() for p in model.parameters()) < 50_000_000
+            threads = options.extra.get("threads", 1 if small else None)
+            if threads is not None:
+                torch.set_num_threads(int(threads))
+        if tokenizer.chat_template is None:
+            raise ValueError(f"{name_or_dir}: the tokenizer has no chat template; the hf: agent needs one")
+        return cls(model, tokenizer, options, name=name_or_dir)
 
-    def describe(self) -> dict[str, Any]:
-        return {"spec": self.spec, "model_class": type(self.model).__name__, "device": str(self.device)}
+    # ---- text <-> ids --------------------------------------------------------------------------------------
+    def render(self, context: Context) -> str:
+        """The prompt text: chat template with the generation prompt, then the prefill."""
+        chat = self.tokenizer.apply_chat_template(list(context.messages), tokenize=False, add_generation_prompt=True)
+        return chat + context.prefill
 
-    # ---- prompts ------------------------------------------------------------------------------------------
-    def prompt_ids(self, context: Context) -> list[int]:
-        """Token ids of the chat template (with generation prompt) followed by the prefill."""
-        text = self.tokenizer.apply_chat_template(list(context.messages), tokenize=False, add_generation_prompt=True)
-        return self.tokenizer(text + context.prefill, add_special_tokens=False)["input_ids"]
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
 
-    def text_ids(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+    def _split(self, context: Context, text: str) -> tuple[list[int], list[int]]:
+        """Prompt ids and text ids; the text's ids are those of the joint encoding when the prompt is a prefix."""
+        prompt = self.render(context)
+        head = self._encode(prompt)
+        joint = self._encode(prompt + text)
+        if joint[: len(head)] == head:
+            return head, joint[len(head) :]
+        return head, self._encode(text)
 
-    def _forward(self, ids: Any, mask: Any, positions: Any, cache: Any = None) -> Any:
-        kwargs = {self._cache_kw: cache} if cache is not None else {}
-        return self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **kwargs)
-
-    def _logprobs(self, logits: Any) -> Any:
-        temperature = self.options.temperature or 1.0
-        return self._torch.log_softmax(logits.float() / temperature, dim=-1)
-
-    # ---- generation ---------------------------------------------------------------------------------------
+    # ---- the protocol --------------------------------------------------------------------------------------
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
-        out: list[Generation] = []
-        size = self.options.batch_size
-        for start in range(0, len(requests), size):
-            out.extend(self._generate_batch(requests[start : start + size]))
-        return out
+        from harness.agents.decoding import generate_ids
 
-    def _generate_batch(self, requests: Sequence[Request]) -> list[Generation]:
-        torch = self._torch
-        rows = [self.prompt_ids(r.context) for r in requests]
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, row in enumerate(rows):  # left padding: every prompt ends at the last column
-            ids[i, width - len(row) :] = torch.tensor(row, dtype=torch.long)
-            mask[i, width - len(row) :] = 1
-        ids, mask = ids.to(self.device), mask.to(self.device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        generators = []
-        for r in requests:
-            gen = torch.Generator(device=self.device)
-            gen.manual_seed(int(r.seed) % (1 << 63))
-            generators.append(gen)
-        tokens: list[list[int]] = [[] for _ in rows]
-        logps: list[list[float]] = [[] for _ in rows]
-        ents: list[list[float]] = [[] for _ in rows]
-        texts = [""] * len(rows)
-        done = [False] * len(rows)
-        with torch.inference_mode():
-            output = self._forward(ids, mask, positions)
-            for _ in range(self.options.max_new_tokens):
-                logp = self._logprobs(output.logits[:, -1, :])  # (B, V)
-                entropy = -(logp.exp() * logp).sum(-1)  # (B,)
-                step = torch.full((len(rows), 1), self.pad_id, dtype=torch.long, device=self.device)
-                for i in range(len(rows)):
-                    if done[i]:
-                        continue
-                    if self.options.temperature == 0:
-                        token = int(logp[i].argmax())
-                    else:
-                        token = int(torch.multinomial(logp[i].exp(), 1, generator=generators[i]))
-                    step[i, 0] = token
-                    tokens[i].append(token)
-                    logps[i].append(float(logp[i, token]))
-                    ents[i].append(float(entropy[i]))
-                    if token in self.stop_ids:
-                        done[i] = True
-                    else:
-                        texts[i] = self.tokenizer.decode(tokens[i], skip_special_tokens=True)
-                        done[i] = STOP_TEXT in texts[i]
-                if all(done):
-                    break
-                mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype, device=self.device)], dim=1)
-                positions = positions[:, -1:] + 1
-                output = self._forward(step, mask, positions, _cache_of(output))
-        out = []
-        for i in range(len(rows)):
-            text = texts[i]
-            cut = text.find(STOP_TEXT)
-            if cut >= 0:
-                text = text[: cut + len(STOP_TEXT)]
-            out.append(Generation(text, len(tokens[i]), tuple(logps[i]), tuple(ents[i])))
-        return out
+        prompts = [self._encode(self.render(r.context)) for r in requests]
+        order = sorted(range(len(requests)), key=lambda i: (len(prompts[i]), i))
+        results: list[Generation | None] = [None] * len(requests)
+        step = self.options.batch_size
+        for start in range(0, len(order), step):
+            rows = order[start : start + step]
+            decoded = generate_ids(
+                self.model,
+                [prompts[i] for i in rows],
+                [requests[i].seed for i in rows],
+                temperature=self.options.temperature,
+                max_new_tokens=self.options.max_new_tokens,
+                stop_ids=self.stop_ids,
+                pad_id=self.pad_id,
+                stop_text=None if self._stop_is_token else (self.tokenizer, STOP),
+            )
+            for i, out in zip(rows, decoded):
+                results[i] = self._to_generation(out)
+        return results  # type: ignore[return-value]
 
-    # ---- scoring ------------------------------------------------------------------------------------------
-    def _score_under_prompt(self, prompt: list[int], texts: Sequence[list[int]]) -> list[float]:
-        """Summed log-probs of each token sequence after ``prompt``: one prompt forward, its cache reused."""
-        torch = self._torch
-        sums = [0.0] * len(texts)
-        with torch.inference_mode():
-            p_ids = torch.tensor([prompt], dtype=torch.long, device=self.device)
-            p_mask = torch.ones_like(p_ids)
-            p_out = self._forward(p_ids, p_mask, torch.arange(len(prompt), device=self.device)[None])
-            first = self._logprobs(p_out.logits[0, -1, :])  # (V,): the distribution of every text's first token
-            cache = _cache_of(p_out)
-            order = [i for i in range(len(texts)) if texts[i]]
-            size = self.options.batch_size
-            for start in range(0, len(order), size):
-                chunk = order[start : start + size]
-                width = max(len(texts[i]) for i in chunk)
-                ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
-                valid = torch.zeros((len(chunk), width), dtype=torch.long)
-                for row, i in enumerate(chunk):  # right padding after the shared prompt
-                    ids[row, : len(texts[i])] = torch.tensor(texts[i], dtype=torch.long)
-                    valid[row, : len(texts[i])] = 1
-                ids, valid = ids.to(self.device), valid.to(self.device)
-                mask = torch.cat([p_mask.expand(len(chunk), -1), valid], dim=1)
-                positions = (len(prompt) + torch.arange(width, device=self.device))[None].expand(len(chunk), -1)
-                chunk_cache = copy.deepcopy(cache)
-                chunk_cache.batch_repeat_interleave(len(chunk))
-                logits = self._forward(ids, mask, positions, chunk_cache).logits  # (B, T, V)
-                logp = self._logprobs(logits[:, :-1, :])  # predicts tokens 1..T-1
-                picked = logp.gather(-1, ids[:, 1:, None])[..., 0] * valid[:, 1:]  # (B, T-1)
-                totals = picked.sum(-1) + first[ids[:, 0]]
-                for row, i in enumerate(chunk):
-                    sums[i] = float(totals[row])
-        return sums
+    def _to_generation(self, out) -> Generation:
+        ids, logprobs, entropies = list(out.token_ids), list(out.logprobs), list(out.entropies)
+        if ids and ids[-1] in self.eos_ids:
+            ids, logprobs, entropies = ids[:-1], logprobs[:-1], entropies[:-1]
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        end = text.find(STOP)
+        if end >= 0:
+            text = text[: end + len(STOP)]
+        return Generation(
+            text=text, num_tokens=len(ids), token_logprobs=tuple(logprobs), token_entropies=tuple(entropies)
+        )
 
     def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
-        if len(contexts) != len(texts):
-            raise ValueError(f"score needs as many contexts as texts, got {len(contexts)} and {len(texts)}")
-        groups: dict[str, list[int]] = {}
-        for i, context in enumerate(contexts):
-            groups.setdefault(context.key(), []).append(i)
-        out: list[Score | None] = [None] * len(texts)
-        for members in groups.values():
-            ids = [self.text_ids(texts[i]) for i in members]
-            sums = self._score_under_prompt(self.prompt_ids(contexts[members[0]]), ids)
-            for i, tok, total in zip(members, ids, sums):
-                out[i] = Score(total, len(tok))
-        return out  # type: ignore[return-value]
+        from harness.agents.decoding import score_ids
 
-    def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        ids = [self.text_ids(t) for t in texts]
-        sums = np.zeros((len(texts), len(contexts)))
-        counts = np.repeat(np.array([[len(t)] for t in ids], dtype=np.int64), len(contexts), axis=1)
-        done: dict[str, int] = {}
-        for j, context in enumerate(contexts):
-            key = context.key()
-            if key in done:  # text-identical prompt: same column
-                sums[:, j] = sums[:, done[key]]
-                continue
-            sums[:, j] = self._score_under_prompt(self.prompt_ids(context), ids)
-            done[key] = j
-        return sums, counts.reshape(len(texts), len(contexts))
+        pairs = [self._split(c, t) for c, t in zip(contexts, texts)]
+        raw = score_ids(
+            self.model,
+            [p for p, _ in pairs],
+            [t for _, t in pairs],
+            temperature=self.options.temperature,
+            pad_id=self.pad_id,
+            batch_size=self.options.batch_size,
+        )
+        return [Score(logprob_sum=s, num_tokens=n) for s, n in raw]
+
+    def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str]):
+        from harness.agents.decoding import score_matrix_ids
+
+        heads = [self._encode(self.render(c)) for c in contexts]
+        # Text ids from the first context's joint encoding (prompts end at the prefill or a special token,
+        # so the split does not depend on which context precedes the text).
+        bodies = [self._split(contexts[0], t)[1] if contexts else [] for t in texts]
+        return score_matrix_ids(
+            self.model,
+            heads,
+            bodies,
+            temperature=self.options.temperature,
+            pad_id=self.pad_id,
+            batch_size=self.options.batch_size,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "model": self.name,
+            "temperature": self.options.temperature,
+            "max_new_tokens": self.options.max_new_tokens,
+            "device": str(next(self.model.parameters()).device),
+            "dtype": str(next(self.model.parameters()).dtype).replace("torch.", ""),
+        }
 
     def close(self) -> None:
-        self.model = None  # type: ignore[assignment]
+        self.model = None

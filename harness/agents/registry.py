@@ -128,3 +128,25 @@ register_agent("oracle", _oracle, "the env's oracle: deterministic, input-depend
 register_agent(
     "hf", _hf, "a transformers causal LM from a directory or hub name (extra: llm)", argument="<dir-or-name>"
 )
+
+
+# ---- LM agents (issue 7): factories import their modules (and heavy dependencies) only when used -------------
+def _openai(argument: str, options: AgentOptions) -> Agent:
+    from harness.agents.openai_api import OpenAIAgent
+
+    return OpenAIAgent.from_spec(argument, options)
+
+
+def _vllm(argument: str, options: AgentOptions) -> Agent:
+    from harness.agents.vllm_agent import VLLMAgent
+
+    return VLLMAgent(argument, options)
+
+
+register_agent(
+    "openai",
+    _openai,
+    "any OpenAI-compatible chat/completions endpoint (vLLM/SGLang server, hosted APIs); key from $OPENAI_API_KEY",
+    argument="<base-url>#<model>",
+)
+register_agent("vllm", _vllm, "vLLM's offline engine on a GPU (extra: gpu)", argument="<model>")
