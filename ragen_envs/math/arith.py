@@ -3,9 +3,8 @@
 The grammar is the four operations, unary signs, parentheses and non-negative integer literals::
 
     expr   := term (("+" | "-") term)*
-    term   := unary (("*" | "/") unary)*
-    unary  := ("+" | "-") unary | atom
-    atom   := INTEGER | "(" expr ")"
+    term   := operand (("*" | "/") operand)*
+    operand := ("+" | "-") operand | INTEGER | "(" expr ")"
 
 Values are exact: Python ints while every division so far was exact, ``fractions.Fraction`` after that.
 Model output is hostile input, so every resource is bounded *by rule*, before any work is done:
@@ -52,29 +51,30 @@ def _too_big(value: Number) -> bool:
 
 
 class _Parser:
+    """Recursive descent over a token list that ends with a ``None`` sentinel (no bounds checks needed)."""
+
     __slots__ = ("tokens", "pos", "literals")
 
-    def __init__(self, tokens: list[str]) -> None:
+    def __init__(self, tokens: list[str | None]) -> None:
         self.tokens = tokens
         self.pos = 0
         self.literals: list[int] = []
 
-    def peek(self) -> str | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
-
     def expr(self, depth: int) -> Number:
         value = self.term(depth)
-        while (token := self.peek()) == "+" or token == "-":
+        tokens = self.tokens
+        while (token := tokens[self.pos]) == "+" or token == "-":
             self.pos += 1
             right = self.term(depth)
             value = value + right if token == "+" else value - right
         return value
 
     def term(self, depth: int) -> Number:
-        value = self.unary(depth)
-        while (token := self.peek()) == "*" or token == "/":
+        value = self.operand(depth)
+        tokens = self.tokens
+        while (token := tokens[self.pos]) == "*" or token == "/":
             self.pos += 1
-            right = self.unary(depth)
+            right = self.operand(depth)
             if token == "*":
                 value = value * right
                 if _too_big(value):
@@ -89,35 +89,29 @@ class _Parser:
                     raise ExpressionError("an intermediate value is too large")
         return value
 
-    def unary(self, depth: int) -> Number:
-        token = self.peek()
-        if token == "-" or token == "+":
-            if depth >= MAX_DEPTH:
-                raise ExpressionError(f"more than {MAX_DEPTH} nested signs or parentheses")
-            self.pos += 1
-            value = self.unary(depth + 1)
-            return -value if token == "-" else value
-        return self.atom(depth)
-
-    def atom(self, depth: int) -> Number:
-        token = self.peek()
+    def operand(self, depth: int) -> Number:
+        """A signed operand: ``("+" | "-") operand | INTEGER | "(" expr ")"``."""
+        token = self.tokens[self.pos]
         if token is None:
             raise ExpressionError("the expression ends too early")
         self.pos += 1
-        if token == "(":
-            if depth >= MAX_DEPTH:
-                raise ExpressionError(f"more than {MAX_DEPTH} nested signs or parentheses")
-            value = self.expr(depth + 1)
-            if self.peek() != ")":
-                raise ExpressionError("unbalanced parentheses")
-            self.pos += 1
-            return value
         if token.isdigit() and token.isascii():
             if len(token) > MAX_LITERAL_DIGITS:
                 raise ExpressionError(f"a number has more than {MAX_LITERAL_DIGITS} digits")
             literal = int(token)
             self.literals.append(literal)
             return literal
+        if token == "(" or token == "-" or token == "+":
+            if depth >= MAX_DEPTH:
+                raise ExpressionError(f"more than {MAX_DEPTH} nested signs or parentheses")
+            if token == "(":
+                value = self.expr(depth + 1)
+                if self.tokens[self.pos] != ")":
+                    raise ExpressionError("unbalanced parentheses")
+                self.pos += 1
+                return value
+            value = self.operand(depth + 1)
+            return -value if token == "-" else value
         if token in _OPERATORS or token == ")":
             raise ExpressionError(f"unexpected {token!r}")
         raise ExpressionError(f"{token[:1]!r} is not allowed (only digits, + - * / and parentheses)")
@@ -139,14 +133,15 @@ def evaluate(text: str) -> tuple[Number, list[int]]:
         claimed = claimed.strip()
         if not (claimed.isdigit() and claimed.isascii()):
             raise ExpressionError("only 'expression = number' may contain '='")
-    tokens = _TOKEN.findall(text)
+    tokens: list[str | None] = _TOKEN.findall(text)
     if not tokens:
         raise ExpressionError("empty expression")
     if len(tokens) > MAX_TOKENS:
         raise ExpressionError(f"more than {MAX_TOKENS} tokens")
+    tokens.append(None)
     parser = _Parser(tokens)
     value = parser.expr(0)
-    if parser.pos != len(tokens):
+    if parser.pos != len(tokens) - 1:
         token = tokens[parser.pos]
         if token in _OPERATORS or token in "()" or (token.isdigit() and token.isascii()):
             raise ExpressionError(f"unexpected {token!r}")

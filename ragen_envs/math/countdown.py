@@ -134,9 +134,13 @@ def solve(numbers: list[int] | tuple[int, ...], target: int) -> str | None:
     return None if found is None else _render(found)
 
 
-def _subset_values(numbers: list[int]) -> list[set[int]]:
-    """For every subset (bitmask) of ``numbers``, the values its expressions reach (positive-integer steps)."""
+def _subset_values(numbers: list[int], low: int = 1, high: int | None = None) -> list[set[int]]:
+    """For every subset (bitmask) of ``numbers``, the values its expressions reach (positive-integer steps).
+
+    The set of the full mask keeps only values in [low, high] (the targets that can be asked for).
+    """
     count = len(numbers)
+    full = (1 << count) - 1
     values: list[set[int]] = [set() for _ in range(1 << count)]
     for i, n in enumerate(numbers):
         values[1 << i] = {n}
@@ -144,26 +148,23 @@ def _subset_values(numbers: list[int]) -> list[set[int]]:
         if mask & (mask - 1) == 0:
             continue
         out = values[mask]
-        low = mask & -mask  # each split {A, B} is visited once: A holds the lowest number
+        low_bit = mask & -mask  # each split {A, B} is visited once: A holds the lowest number
         sub = (mask - 1) & mask
         while sub:
-            if sub & low:
+            if sub & low_bit:
                 rest = mask ^ sub
                 for a in values[sub]:
                     for b in values[rest]:
-                        out.add(a + b)
-                        out.add(a * b)
-                        if a > b:
-                            out.add(a - b)
-                            if a % b == 0:
-                                out.add(a // b)
-                        elif b > a:
-                            out.add(b - a)
-                            if b % a == 0:
-                                out.add(b // a)
-                        else:
-                            out.add(1)
+                        x, y = (a, b) if a >= b else (b, a)
+                        out.add(x + y)
+                        out.add(x * y)
+                        if x > y:
+                            out.add(x - y)
+                        if x % y == 0:
+                            out.add(x // y)
             sub = (sub - 1) & mask
+        if mask == full and (low > 1 or high is not None):
+            values[mask] = {v for v in out if low <= v and (high is None or v <= high)}
     return values
 
 
@@ -208,19 +209,22 @@ def generate_problem(rng, config: CountdownConfig) -> CountdownProblem:
     and proven one at a time by the search in :func:`solve` (rejection: the same uniform distribution).
     """
     c = config
+    spread = c.max_numbers - c.min_numbers + 1
     for _ in range(MAX_DRAWS):
-        count = int(rng.integers(c.min_numbers, c.max_numbers + 1))
-        numbers = rng.integers(1, c.max_number + 1, size=count).tolist()
+        # one numpy call per draw: [count, numbers..., target pick]
+        u = rng.random(c.max_numbers + 2).tolist()
+        count = c.min_numbers + int(u[0] * spread)
+        numbers = [1 + int(x * c.max_number) for x in u[1 : count + 1]]
         if count > 4:
             for target in rng.integers(c.min_target, c.max_target + 1, size=TARGETS_PER_DRAW).tolist():
                 solution = solve(numbers, target)
                 if solution is not None:
                     return CountdownProblem(tuple(numbers), target, solution)
             continue
-        values = _subset_values(numbers)
-        targets = sorted(v for v in values[-1] if c.min_target <= v <= c.max_target)
-        if targets:
-            target = targets[int(rng.integers(len(targets)))]
+        values = _subset_values(numbers, c.min_target, c.max_target)
+        if values[-1]:
+            targets = sorted(values[-1])
+            target = targets[int(u[-1] * len(targets))]
             solution = _render(_witness(values, numbers, len(values) - 1, target))
             return CountdownProblem(tuple(numbers), target, solution)
     raise RuntimeError(f"no solvable Countdown problem in {MAX_DRAWS} draws for {config}")  # pragma: no cover
