@@ -34,6 +34,8 @@ def add_pack_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--date", default=None, help="ISO date of the evaluation (default: today)")
     parser.add_argument("--notes", default="", help="free text shown with the submission")
     parser.add_argument("--out", required=True, help="the archive to write, ending in .ragen.tar.gz")
+    parser.add_argument("--suite", default=None, help="the suite the run used, if not a built-in one (.json)")
+    parser.add_argument("--secret-file", default=None, help="for a hidden-split run: the maintainers' season secret")
 
 
 def run_pack(args: argparse.Namespace) -> int:
@@ -47,6 +49,8 @@ def run_pack(args: argparse.Namespace) -> int:
         out = pack_run(
             args.run_dir, args.out, model_name=args.model_name, org=args.org, parameters=args.parameters,
             weights=args.weights, contact=args.contact, date=args.date, notes=args.notes,
+            suite=load_suite(args.suite) if args.suite else None,
+            secret=read_secret(args.secret_file) if args.secret_file else None,
         )  # fmt: skip
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -130,8 +134,11 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_rerun(args: argparse.Namespace) -> int:
     from leaderboard.rerun import rerun
 
+    changes = {k: v for k, v in (("device", args.device), ("temperature", args.temperature),
+                                 ("max_new_tokens", args.max_new_tokens)) if v is not None}  # fmt: skip
+    overrides = {"agent_options": changes} if changes else {}
     result = rerun(args.submission, args.agent, store=args.store, workdir=args.workdir, secret=_secret(args),
-                   suite=_suite_arg(args), tolerance=args.tolerance)  # fmt: skip
+                   suite=_suite_arg(args), tolerance=args.tolerance, workers=args.workers, **overrides)  # fmt: skip
     print(result.message)
     return 0 if result.reproduced else 1
 
@@ -215,6 +222,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", required=True, help="the harness agent to run, e.g. hf:/models/my-3b")
     p.add_argument("--workdir", default="runs", help="where the rerun's run folder goes (default: runs/)")
     p.add_argument("--tolerance", type=float, default=3.0, help="allowed success gap, in standard errors (default 3)")
+    p.add_argument("--workers", type=int, default=1, help="harness worker processes")
+    p.add_argument("--device", default=None, help="agent device (default: the submission's options)")
+    p.add_argument("--temperature", type=float, default=None, help="(default: the submission's)")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="(default: the submission's)")
     common(p, store=True)
     p.set_defaults(func=cmd_rerun)
 

@@ -162,7 +162,7 @@ def identify_run(config: Any, suite: Suite | None = None, secret: bytes | None =
     names = ", ".join(c.label for c in candidates)
     raise ValueError(
         f"this run's envs, seeds and samples are not a leaderboard split ({names}): "
-        "make the run with `harness run <agent> --suite official`"
+        "make the run with `harness run <agent> --suite official` (a hidden-split run also needs --secret-file)"
     )
 
 

@@ -11,6 +11,7 @@ self-reported.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -19,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from leaderboard.pack import read_archive
 from leaderboard.records import suite_run_config
-from leaderboard.store import DEFAULT_STORE, ENTRY, find_entry, write_entry
+from leaderboard.store import ARCHIVE, DEFAULT_STORE, ENTRY, find_entry, write_entry
 from leaderboard.suite import Suite, find_suite
 
 
@@ -54,7 +56,10 @@ def rerun(
 ) -> RerunResult:
     """Rerun the stored submission ``key`` with ``agent``; update its entry; return what happened.
 
-    ``run_options`` are further ``RunConfig`` fields (e.g. ``agent_options``, ``context_turns``).
+    The run repeats the submission's own options (agent options such as temperature and token budget,
+    context window, run seed, MI samples) with ``agent`` in place of the submitter's; ``run_options``
+    override ``RunConfig`` fields; ``agent_options`` may be a dict of just the agent options to change
+    (e.g. ``{"device": "cuda"}``).
     """
     from harness.runner import run
     from leaderboard.pack import pack_run
@@ -68,7 +73,16 @@ def rerun(
     suite = suite or find_suite(meta["suite"], meta["suite_version"])
     if suite is None:
         raise ValueError(f"suite {meta['suite']}-{meta['suite_version']} of {folder.name} is not a built-in suite")
-    config = suite_run_config(suite, agent, entry["split"], secret, **run_options)
+    # The submission's own run options (agent options, context window, run seed, MI samples), our agent.
+    from harness.config import RunConfig
+
+    members = read_archive(folder / ARCHIVE)
+    submitted = RunConfig.from_json(json.loads(members["config.json"])["run"])
+    options = {f: getattr(submitted, f) for f in ("seed", "context_turns", "agent_options", "batch_size", "mi_samples")}
+    if isinstance(run_options.get("agent_options"), dict):  # partial: change only these agent options
+        run_options["agent_options"] = dataclasses.replace(submitted.agent_options, **run_options["agent_options"])
+    options.update(run_options)
+    config = suite_run_config(suite, agent, entry["split"], secret, **options)
     run_id = f"rerun-{folder.name}-{dt.datetime.now(dt.timezone.utc):%Y%m%d-%H%M%S}"
     result = run(config, workdir, run_id=run_id, workers=workers, progress=False, plots=False)
 

@@ -81,3 +81,33 @@ def test_usage_errors_exit_2(capsys, tmp_path):
     assert main(["verify", "x.ragen.tar.gz", "--suite", "oficial"]) == 2
     assert "Did you mean 'official'" in capsys.readouterr().err
     assert main(["remove", "nothing", "--store", str(tmp_path)]) == 2
+
+
+def test_hidden_split_through_both_clis(tmp_path, capsys):
+    from harness.cli import main as harness
+
+    secret_file = tmp_path / "season.secret"
+    assert main(["secret", "--out", str(secret_file)]) == 0
+    digest = capsys.readouterr().out.strip().splitlines()[-1]
+    season = MINI.to_dict()
+    season["entries"] = season["entries"][2:3]  # Bandit only: fast
+    season["hidden"] = {"season": "test", "secret_sha256": digest, "seeds_per_env": 3}
+    suite_file = tmp_path / "season.json"
+    suite_file.write_text(json.dumps(season))
+    common = ["--suite", str(suite_file), "--secret-file", str(secret_file)]
+    argv = ["run", "oracle", "--split", "hidden", *common, "--out", str(tmp_path), "--run-id", "h", "--quiet"]
+    assert harness([*argv, "--no-plots"]) == 0
+    capsys.readouterr()
+    submit = ["submit", str(tmp_path / "h"), "--model-name", "M", "--org", "O", "--contact", "a@b.c"]
+    assert harness([*submit, "--out", str(tmp_path / "x.ragen.tar.gz")]) == 2  # no secret: not a known split
+    assert "a hidden-split run also needs --secret-file" in capsys.readouterr().err
+    archive = tmp_path / "h.ragen.tar.gz"
+    assert harness([*submit, *common, "--out", str(archive)]) == 0
+    assert main(["verify", str(archive), "--suite", str(suite_file)]) == 1
+    assert "needs the maintainer's secret" in capsys.readouterr().out
+    assert main(["verify", str(archive), *common]) == 0
+    capsys.readouterr()
+    assert main(["suite", "--hidden", *common]) == 0
+    seeds = json.loads(capsys.readouterr().out)["ragen/Bandit-v0"]
+    recorded = {json.loads(line)["seed"] for line in (tmp_path / "h" / "episodes.jsonl").read_text().splitlines()}
+    assert recorded == set(seeds) and len(seeds) == 3 and min(seeds) >= 2**20
