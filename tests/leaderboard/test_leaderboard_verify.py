@@ -228,3 +228,10 @@ def test_a_run_of_another_suite_is_not_the_official_one(mini_submissions):
     # Verified against the official suite, the mini run's config is not the official split.
     report = verify(mini_submissions["oracle"], suite=OFFICIAL)
     assert not report.ok and "not a leaderboard split" in "\n".join(report.problems)
+
+
+def test_package_level_api(submissions):
+    import leaderboard
+
+    report = leaderboard.verify(submissions["oracle"])
+    assert isinstance(report, leaderboard.Report) and report.ok and str(report) == "verified"
