@@ -85,11 +85,9 @@ class SingleAnswerEnv(TextEnv):
         value = self.reference_value
         if value is None:
             return (self.reference, "0", "1", "42")
-        return tuple(
-            dict.fromkeys(
-                (format_number(value), format_number(value + 1), format_number(value * 2), format_number(-value), "0")
-            )
-        )
+        if value.denominator == 1:  # the common case, without Fraction arithmetic
+            value = value.numerator
+        return tuple(dict.fromkeys(format_number(v) for v in (value, value + 1, value * 2, -value, 0)))
 
     def _oracle(self) -> tuple[str, str]:
         answer = self.reference if self.reference_value is None else format_number(self.reference_value)

@@ -160,7 +160,8 @@ def format_number(value: Fraction | int) -> str:
     """Shortest exact writing: ``42``, ``12.5``, ``-0.125`` for terminating decimals (≤ 6 places), else ``7/3``."""
     if type(value) is int:
         return str(value)
-    value = Fraction(value)
+    if type(value) is not Fraction:
+        value = Fraction(value)
     if value.denominator == 1:
         return str(value.numerator)
     den = value.denominator

@@ -2,11 +2,12 @@
 
 ## Description
 A target and 3–4 numbers (RAGEN's sizes: numbers 1–99, target 1–100) are drawn from the seed. Every
-problem is *proven* solvable before it is shown: the numbers and target are drawn uniformly and kept only
-once :func:`solve` has found an expression for them (that expression is the oracle's answer and is
-returned in ``info["solution"]``). The solver searches exhaustively over all expressions whose intermediate
-values are positive integers (the classic Countdown rule, which the checker does not impose); a draw it
-cannot solve is redrawn, so every shown problem has a certificate.
+problem is *proven* solvable before it is shown: the numbers are drawn uniformly, then the target uniformly
+among the values in range that the numbers reach, and the solver writes an expression for it (the oracle's
+answer, returned in ``info["solution"]``). The solver is exhaustive over all expressions whose intermediate
+values are positive integers (the classic Countdown rule; the checker accepts any exact expression, so a
+model may also use fractions on the way): a subset table of reachable values for up to 4 numbers, a
+memoized depth-first search (:func:`solve`) for 5–6. Numbers that reach no target in range are redrawn.
 
 ## Action Space
 A response whose answer is one arithmetic expression that uses each given number exactly once, with
