@@ -167,8 +167,8 @@ def _table(key: str, heads: list[str], body: list[str]) -> str:
     if not body:
         return '<p class="empty">No verified submissions yet.</p>'
     return (
-        f'<table class="sortable" id="table-{html.escape(key.replace("/", "-"), quote=True)}">'
-        f"<thead><tr>{''.join(heads)}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>"
+        f'<div class="table-wrap"><table class="sortable" id="table-{html.escape(key.replace("/", "-"), quote=True)}">'
+        f"<thead><tr>{''.join(heads)}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table></div>"
     )
 
 
@@ -213,6 +213,12 @@ def scatter_svg(rows: list[dict[str, Any]], width: int = 640, height: int = 400)
         cls = "reproduced" if row["reproduced"] else "self"
         parts.append(
             f'<circle class="{cls}" cx="{sx(mi):.1f}" cy="{sy(success):.1f}" r="6"><title>{label}</title></circle>'
+        )
+        name = str(row["meta"].get("model_name", ""))
+        name = html.escape(name if len(name) <= 24 else name[:23] + "…")
+        anchor, dx = ("end", -9) if sx(mi) > left + plot_w * 0.7 else ("start", 9)
+        parts.append(
+            f'<text class="label" x="{sx(mi) + dx:.1f}" y="{sy(success) + 4:.1f}" text-anchor="{anchor}">{name}</text>'
         )
     parts.append("</svg>")
     return "\n".join(parts)

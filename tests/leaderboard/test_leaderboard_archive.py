@@ -168,3 +168,15 @@ def test_oversized_archive_file_is_not_even_opened(tmp_path):
     path = write_archive(tmp_path / "ok.ragen.tar.gz", GOOD)
     with pytest.raises(ArchiveError, match="over the 100-byte limit"):
         read_archive(path, Limits(max_archive_bytes=100))
+
+
+def test_verify_reports_unsafe_archives_instead_of_raising(tmp_path):
+    from leaderboard.verify import verify
+
+    bomb = tmp_path / "bomb.ragen.tar.gz"
+    _bomb(bomb, 2)
+    link = tar_gz(tmp_path / "link.ragen.tar.gz", [regular("config.json"), _special("report.md", tarfile.SYMTYPE, "/")])
+    escape = tar_gz(tmp_path / "escape.ragen.tar.gz", [regular("../../etc/cron.d/x.png")])
+    for path, reason in ((bomb, "byte limit"), (link, "symbolic link"), (escape, "contains '..'")):
+        report = verify(path)
+        assert not report.ok and len(report.problems) == 1 and reason in report.problems[0]
