@@ -6,8 +6,8 @@ problem is *proven* solvable before it is shown: the numbers are drawn uniformly
 among the values in range that the numbers reach, and the solver writes an expression for it (the oracle's
 answer, returned in ``info["solution"]``). The solver is exhaustive over all expressions whose intermediate
 values are positive integers (the classic Countdown rule; the checker accepts any exact expression, so a
-model may also use fractions on the way): a subset table of reachable values for up to 4 numbers, a
-memoized depth-first search (:func:`solve`) for 5–6. Numbers that reach no target in range are redrawn.
+model may also use fractions on the way): a subset table of reachable values for up to 5 numbers, a
+memoized depth-first search (:func:`solve`) for 6. Numbers that reach no target in range are redrawn.
 
 ## Action Space
 A response whose answer is one arithmetic expression that uses each given number exactly once, with
@@ -205,9 +205,10 @@ def _witness(values: list[set[int]], numbers: list[int], mask: int, target: int)
 def generate_problem(rng, config: CountdownConfig) -> CountdownProblem:
     """Draw numbers, then a target uniformly among those they reach in range, and a proof (the solution).
 
-    Up to 4 numbers the solver enumerates every reachable value (subset dynamic programming) and reads the
-    solution back from the table. With more numbers almost every target is reachable, so targets are drawn
-    and proven one at a time by the search in :func:`solve` (rejection: the same uniform distribution).
+    Up to 5 numbers the solver enumerates every reachable value (subset dynamic programming) and reads the
+    solution back from the table. With 6 numbers the table is large while most targets are reachable, so
+    targets are drawn and proven one at a time by the search in :func:`solve` (rejection sampling gives the
+    same uniform distribution).
     """
     c = config
     spread = c.max_numbers - c.min_numbers + 1
@@ -216,7 +217,7 @@ def generate_problem(rng, config: CountdownConfig) -> CountdownProblem:
         u = rng.random(c.max_numbers + 2).tolist()
         count = c.min_numbers + int(u[0] * spread)
         numbers = [1 + int(x * c.max_number) for x in u[1 : count + 1]]
-        if count > 4:
+        if count > 5:
             for target in rng.integers(c.min_target, c.max_target + 1, size=TARGETS_PER_DRAW).tolist():
                 solution = solve(numbers, target)
                 if solution is not None:
