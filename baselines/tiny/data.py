@@ -1,0 +1,157 @@
+"""Behaviour-cloning data for the tiny model: oracle transcripts mixed with perturbed and failed ones.
+
+Every episode is played in a real env (``gym.make``) and recorded as the chat an LM agent would see
+(built with the harness's own prompt functions, :mod:`harness.prompting`, so the model is trained on
+exactly the prompts ``harness run`` gives it), with a flag per assistant turn saying whether it is a
+training target. Three kinds of episode:
+
+- ``oracle``: every turn is ``env.unwrapped.oracle_response()``; all turns are targets.
+- ``perturbed``: at each turn, with probability ``random_prob`` a random valid-format response
+  (``env.action_space.sample()``: a random legal action with filler reasoning) and with probability
+  ``junk_prob`` a malformed one (the env answers with its "invalid response" feedback); the other turns are
+  the oracle's response *from the state actually reached*, and only those are targets. The model so sees
+  off-optimal states, its own mistakes and the env's error feedback in its context, and learns to recover.
+- ``failed``: perturbed episodes whose perturbations ended them without success (falling into a hole,
+  running out of turns) are kept as they are: their oracle turns are still targets, so the model learns
+  from states that lead nowhere good as well.
+
+The oracle's reasoning describes the actual state (positions, names), so a model that imitates it has to
+read its input: reasoning that depends on the input is what the MI diagnostics measure.
+
+Everything is a pure function of (env id, seed, kind, config): the episode's env seed drives the env, and a
+``numpy`` generator seeded from the same numbers drives the perturbations and the action-space sampler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+import ragen_envs
+from harness.prompting import build_context, prefill_for, user_message
+from ragen_envs.core import check_range
+
+PLANNING_ENVS = ("ragen/Bandit-v0", "ragen/FrozenLake-v0", "ragen/Sokoban-v0")
+"""The envs the tiny model is trained and judged on (those of them that are registered)."""
+
+JUNK_RESPONSES = (
+    "",
+    "I am not sure.",
+    "<think>Let me look at the state.</think>",
+    "<answer>",
+    "<think></think><answer></answer>",
+    "<think>hmm</think> and then <answer>stay</answer>",
+)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One recorded episode: the chat, a target flag per assistant message, and how it ended."""
+
+    env_id: str
+    seed: int
+    kind: str
+    messages: tuple[dict[str, str], ...]
+    targets: tuple[bool, ...]
+    success: bool
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """How many episodes of which kind to record per env."""
+
+    episodes_per_env: int = 700
+    """Episodes recorded per env (each is one training sequence)."""
+    oracle_fraction: float = 0.5
+    """Share of episodes played by the oracle throughout; the rest are perturbed."""
+    random_prob: float = 0.3
+    """Per-turn probability, in a perturbed episode, of a random valid-format response instead of the oracle's."""
+    junk_prob: float = 0.1
+    """Per-turn probability, in a perturbed episode, of a malformed response."""
+    first_seed: int = 100_000
+    """Training seeds are ``first_seed + i``: far from the small seeds that evaluations use."""
+
+    def __post_init__(self) -> None:
+        check_range("episodes_per_env", self.episodes_per_env, 1, integer=True)
+        check_range("oracle_fraction", self.oracle_fraction, 0.0, 1.0)
+        check_range("random_prob", self.random_prob, 0.0, 1.0)
+        check_range("junk_prob", self.junk_prob, 0.0, 1.0)
+        if self.random_prob + self.junk_prob > 1.0:
+            raise ValueError(f"random_prob + junk_prob must be <= 1, got {self.random_prob + self.junk_prob}")
+        check_range("first_seed", self.first_seed, 0, integer=True)
+
+
+def available_envs(wanted: tuple[str, ...] = PLANNING_ENVS) -> tuple[str, ...]:
+    """The ids of ``wanted`` that are registered right now."""
+    registered = set(ragen_envs.registered_ids())
+    return tuple(env_id for env_id in wanted if env_id in registered)
+
+
+def play_episode(env: gym.Env, seed: int, rng: np.random.Generator, random_prob: float, junk_prob: float) -> Episode:
+    """Play one episode, perturbing turns with the given probabilities (0 and 0 = pure oracle)."""
+    base = env.unwrapped
+    obs, info = env.reset(seed=seed)
+    base.action_space.seed(int(rng.integers(2**31)))
+    system = {"role": "system", "content": info["instructions"]}
+    exchanges: list[tuple[dict[str, str], dict[str, str]]] = []
+    current = user_message(1, obs, None)
+    targets: list[bool] = []
+    success = False
+    done = False
+    while not done:
+        draw = rng.random()
+        if draw < random_prob:
+            response, target = base.action_space.sample(), False
+        elif draw < random_prob + junk_prob:
+            response, target = JUNK_RESPONSES[int(rng.integers(len(JUNK_RESPONSES)))], False
+        else:
+            response, target = base.oracle_response(), True
+        exchanges.append((current, {"role": "assistant", "content": response}))
+        targets.append(target)
+        obs, reward, terminated, truncated, info = env.step(response)
+        done = terminated or truncated
+        success = bool(info["success"])
+        current = user_message(len(exchanges) + 1, obs, reward)
+    messages = build_context(system, exchanges[:-1], exchanges[-1][0], prefill_for(base.response_format), None).messages
+    messages = (*messages, exchanges[-1][1])
+    perturbed = random_prob > 0 or junk_prob > 0
+    kind = "oracle" if not perturbed else ("perturbed" if success else "failed")
+    return Episode(
+        env_id=env.spec.id if env.spec else type(base).__name__,
+        seed=seed,
+        kind=kind,
+        messages=messages,
+        targets=tuple(targets),
+        success=success,
+    )
+
+
+def record_episodes(env_id: str, config: DataConfig, env_index: int = 0) -> list[Episode]:
+    """All episodes of one env; perturbed episodes with no target turn at all are skipped (nothing to learn)."""
+    env = gym.make(env_id)
+    rng = np.random.default_rng([config.first_seed, env_index])
+    n_oracle = round(config.episodes_per_env * config.oracle_fraction)
+    episodes = []
+    for i in range(config.episodes_per_env):
+        seed = config.first_seed + i
+        if i < n_oracle:
+            episode = play_episode(env, seed, rng, 0.0, 0.0)
+        else:
+            episode = play_episode(env, seed, rng, config.random_prob, config.junk_prob)
+        if any(episode.targets):
+            episodes.append(episode)
+    env.close()
+    return episodes
+
+
+def record_all(config: DataConfig, env_ids: tuple[str, ...] | None = None) -> list[Episode]:
+    """Episodes of every env in ``env_ids`` (default: the registered planning envs), env by env."""
+    env_ids = available_envs() if env_ids is None else env_ids
+    if not env_ids:
+        raise ValueError(f"none of the planning envs {PLANNING_ENVS} is registered")
+    episodes: list[Episode] = []
+    for index, env_id in enumerate(env_ids):
+        episodes.extend(record_episodes(env_id, config, index))
+    return episodes

@@ -1,0 +1,96 @@
+"""The tiny model's recipe, without training: behaviour-cloning data, tokenizer, batching, config checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from baselines.tiny.data import DataConfig, play_episode, record_episodes
+from harness.prompting import user_message
+
+pytest.importorskip("tokenizers")
+
+
+def test_episodes_are_deterministic_and_mix_oracle_perturbed_and_failed():
+    config = DataConfig(episodes_per_env=40, oracle_fraction=0.25, random_prob=0.5, junk_prob=0.2)
+    first = record_episodes("ragen/FrozenLake-v0", config, 1)
+    assert first == record_episodes("ragen/FrozenLake-v0", config, 1)
+    kinds = {episode.kind for episode in first}
+    assert kinds == {"oracle", "perturbed", "failed"}
+    for episode in first:
+        assistants = [m for m in episode.messages if m["role"] == "assistant"]
+        assert len(assistants) == len(episode.targets) and any(episode.targets)
+        if episode.kind == "oracle":
+            assert all(episode.targets) and episode.success
+        if episode.kind == "failed":
+            assert not episode.success
+    assert any(not all(e.targets) for e in first)  # perturbed turns are context, not targets
+
+
+def test_chat_is_the_harness_prompt():
+    import gymnasium as gym
+
+    env = gym.make("ragen/Sokoban-v0")
+    episode = play_episode(env, 3, np.random.default_rng(0), 0.0, 0.0)
+    obs, info = env.reset(seed=3)
+    assert episode.messages[0] == {"role": "system", "content": info["instructions"]}
+    assert episode.messages[1] == user_message(1, obs, None)
+    assert episode.messages[2]["content"] == env.unwrapped.oracle_response()
+    if len(episode.messages) > 3:
+        assert episode.messages[3]["content"].startswith("Reward: ")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("episodes_per_env", 0, "episodes_per_env must be in"),
+        ("oracle_fraction", 1.5, "oracle_fraction must be in"),
+        ("random_prob", 0.95, "random_prob \\+ junk_prob must be <= 1"),
+    ],
+)
+def test_data_config_names_the_bad_field(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        DataConfig(**{field: value})
+
+
+def test_train_config_names_the_bad_field():
+    from baselines.tiny.train import TrainConfig
+
+    with pytest.raises(ValueError, match="hidden_size \\(100\\) must be divisible by num_heads \\(3\\)"):
+        TrainConfig(hidden_size=100, num_heads=3)
+    with pytest.raises(ValueError, match="batch_tokens must be in"):
+        TrainConfig(batch_tokens=10)
+
+
+def test_batches_group_similar_lengths_within_the_token_budget():
+    from baselines.tiny.train import make_batches
+
+    lengths = [int(x) for x in np.random.default_rng(0).integers(10, 500, size=300)]
+    batches = make_batches(lengths, 2048, np.random.default_rng(1))
+    assert sorted(i for batch in batches for i in batch) == list(range(300))
+    for batch in batches:
+        assert max(lengths[i] for i in batch) * len(batch) <= 2048
+
+
+@pytest.fixture(scope="module")
+def small_tokenizer():
+    from baselines.tiny.tokenizer import train_tokenizer
+
+    episodes = record_episodes("ragen/Bandit-v0", DataConfig(episodes_per_env=30), 0)
+    texts = [m["content"] for e in episodes for m in e.messages]
+    return train_tokenizer(texts, vocab_size=600)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_tokenizer_round_trips_any_text(small_tokenizer, text):
+    ids = small_tokenizer.encode(text, add_special_tokens=False)
+    assert small_tokenizer.decode(ids) == text
+
+
+def test_tokenizer_keeps_digits_and_tags_apart(small_tokenizer):
+    pieces = small_tokenizer.tokenize("<think>at (12, 3)</think><answer>Up</answer>")
+    assert "<think>" in pieces and "</answer>" in pieces
+    assert "1" in pieces and "2" in pieces and "3" in pieces
