@@ -6,7 +6,8 @@ Two ways to run it (neither is part of the test command):
     /tmp/bench-frozen/bin/python benchmarks/bench_envs.py --rounds 9  # side by side, with ratios
 
 The second form interleaves the contenders round by round on the same (shared) CPU and prints the median
-rate of each plus the ratio ours / peer. TextArena is never our dependency: install it into a separate venv
+rate of each plus the ratio ours / peer. Rates are per second of the process's CPU time by default
+(``--clock wall`` for elapsed time): with other jobs on the cores, wall time mostly measures the scheduler. TextArena is never our dependency: install it into a separate venv
 that also sees this package (``python3 -m venv /tmp/bench-frozen --system-site-packages &&
 /tmp/bench-frozen/bin/pip install textarena``). Without it, its perf-anchors.md figures are printed instead.
 
@@ -234,6 +235,12 @@ def test_bandit_step(benchmark):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="cpu: this process's CPU time (robust when other jobs share the cores); wall: elapsed time",
+    )
     args = parser.parse_args(argv)
     try:
         import textarena  # noqa: F401
@@ -255,16 +262,18 @@ def main(argv: list[str] | None = None) -> int:
         contenders["textarena frozenlake step"] = textarena_steps()
         contenders["textarena frozenlake reset(seed)"] = textarena_resets()
     rates: dict[str, list[float]] = {name: [] for name in contenders}
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     for _ in range(args.rounds):  # interleaved: every contender once per round, so load hits all alike
         for name, (setup, run) in contenders.items():
             setup()
-            start = time.perf_counter()
+            start = clock()
             calls = run()
-            rates[name].append(calls / (time.perf_counter() - start))
+            rates[name].append(calls / (clock() - start))
     median = {name: statistics.median(values) for name, values in rates.items()}
     source = "measured" if have_textarena else "perf-anchors.md (textarena not installed)"
     for name, value in ANCHORS.items():
         median.setdefault(name, value)
+    print(f"per second of {args.clock} time, {args.rounds} interleaved rounds")
     print(f"{'contender':36} {'median /s':>12} {'min /s':>12} {'max /s':>12}")
     for name, values in rates.items():
         print(f"{name:36} {median[name]:12,.0f} {min(values):12,.0f} {max(values):12,.0f}")
