@@ -94,3 +94,28 @@ def test_tokenizer_keeps_digits_and_tags_apart(small_tokenizer):
     pieces = small_tokenizer.tokenize("<think>at (12, 3)</think><answer>Up</answer>")
     assert "<think>" in pieces and "</answer>" in pieces
     assert "1" in pieces and "2" in pieces and "3" in pieces
+
+
+@pytest.mark.slow
+def test_training_is_deterministic(tmp_path):
+    """Two runs of a micro configuration of the recipe write byte-identical weights and tokenizer."""
+    pytest.importorskip("torch")
+    from baselines.tiny.train import TrainConfig, train
+
+    config = TrainConfig(
+        data=DataConfig(episodes_per_env=12),
+        vocab_size=512,
+        hidden_size=32,
+        num_layers=1,
+        num_heads=2,
+        intermediate_size=64,
+        batch_tokens=2048,
+        epochs=1,
+        eval_seeds=0,
+    )
+    runs = []
+    for name in ("a", "b"):
+        train(config, tmp_path / name, log=lambda _: None)
+        runs.append({p.name: p.read_bytes() for p in (tmp_path / name).iterdir() if p.name != "training_log.json"})
+    assert runs[0].keys() >= {"model.safetensors", "tokenizer.json", "config.json"}
+    assert runs[0] == runs[1]
