@@ -76,6 +76,7 @@ path between two cells of an empty 8×8 board is 14).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, NamedTuple
@@ -255,21 +256,6 @@ def shortest_actions(lake: LakeMap, layers: tuple[int, ...], cell: int, limit: i
     return actions
 
 
-def _transition_matrices(lake: LakeMap, slip: float) -> np.ndarray:
-    """``P[a, s, s']`` for the slippery dynamics; holes and the goal are absorbing."""
-    cells = lake.size * lake.size
-    table = move_table(lake.size)
-    matrices = np.zeros((4, cells, cells))
-    for cell in range(cells):
-        if lake.holes >> cell & 1 or cell == lake.goal:
-            matrices[:, cell, cell] = 1.0
-            continue
-        for action in range(4):
-            for direction, prob in ((action, 1.0 - slip), ((action - 1) % 4, slip / 2), ((action + 1) % 4, slip / 2)):
-                matrices[action, cell, table[cell * 4 + direction]] += prob
-    return matrices
-
-
 MAX_PLANNED_MOVES = 3
 """With slip > 0 the oracle commits to at most this many moves per turn (4 + 16 + 64 candidate sequences)."""
 
@@ -281,24 +267,30 @@ def success_policy(
 
     Returns ``(policy, value)``: ``policy[t][cell]`` is the sequence of 1..``min(per_turn, 3)`` actions that
     maximises the probability of reaching the goal when ``t + 1`` turns are left, and ``value[t, cell]`` is
-    that probability.
+    that probability. Holes and the goal are absorbing, so moves after the end of an episode change nothing.
     """
-    step = _transition_matrices(lake, slip)
-    sequences: list[tuple[int, ...]] = []
-    products: list[np.ndarray] = []
-    frontier = [((a,), step[a]) for a in range(4)]
-    for length in range(1, min(per_turn, MAX_PLANNED_MOVES) + 1):
-        if length > 1:
-            frontier = [(seq + (a,), matrix @ step[a]) for seq, matrix in frontier for a in range(4)]
-        sequences += [seq for seq, _ in frontier]
-        products += [matrix for _, matrix in frontier]
-    stacked = np.stack(products)  # (Q, S, S): one transition matrix per sequence
-    value = np.zeros(lake.size * lake.size)
+    cells = lake.size * lake.size
+    nxt = np.array(move_table(lake.size)).reshape(cells, 4)  # (S, 4): the cell each direction leads to
+    absorbing = np.array([bool(lake.holes >> cell & 1) or cell == lake.goal for cell in range(cells)])
+
+    def expect(action: int, value: np.ndarray) -> np.ndarray:  # (S,): E[value after one slippery move]
+        moved = (1.0 - slip) * value[nxt[:, action]] + (slip / 2) * (
+            value[nxt[:, (action - 1) % 4]] + value[nxt[:, (action + 1) % 4]]
+        )
+        return np.where(absorbing, value, moved)
+
+    length = min(per_turn, MAX_PLANNED_MOVES)
+    sequences = [seq for n in range(1, length + 1) for seq in itertools.product(range(4), repeat=n)]
+    value = np.zeros(cells)
     value[lake.goal] = 1.0
     policy, values = [], []
     for _ in range(turns):
+        # value of a sequence = E over the first move of the value of the rest: built from the shortest suffix.
+        after: dict[tuple[int, ...], np.ndarray] = {(): value}
+        for seq in sorted(sequences, key=len):
+            after[seq] = expect(seq[0], after[seq[1:]])
         # Rounded so that float noise cannot flip a tie between platforms; argmax takes the first best.
-        q_values = np.round(stacked @ value, 12)  # (Q, S)
+        q_values = np.round(np.stack([after[seq] for seq in sequences]), 12)  # (Q, S)
         best = q_values.argmax(axis=0)
         policy.append(tuple(sequences[int(q)] for q in best))
         value = q_values.max(axis=0)
