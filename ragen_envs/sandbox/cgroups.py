@@ -127,6 +127,20 @@ class Cgroup:
         except (OSError, ValueError):
             return None
 
+    def counters(self) -> tuple[int, int, int]:
+        """Cumulative (OOM kills, memory-limit hits, refused forks): a long-lived cgroup compares them per run."""
+        mem, pids = self.dirs[0], self.dirs[-1]
+        try:
+            if self.version == "v2":
+                events = _keyed(mem / "memory.events")
+                oom, hits = events.get("oom_kill", 0), events.get("max", 0)
+            else:
+                oom = _keyed(mem / "memory.oom_control").get("oom_kill", 0)
+                hits = int((mem / "memory.failcnt").read_text())
+            return oom, hits, _keyed(pids / "pids.events").get("max", 0)
+        except (OSError, ValueError):
+            return 0, 0, 0
+
     def pids_event(self) -> bool:
         """True if a fork or thread creation was refused at the process limit."""
         d = self.dirs[-1]
@@ -157,7 +171,7 @@ class Cgroup:
                 except ProcessLookupError:
                     pass
 
-    def remove(self, timeout_s: float = 5.0) -> None:
+    def remove(self, timeout_s: float = 20.0) -> None:
         """Kill what is left and delete the cgroup(s); never raises (gives up after ``timeout_s``)."""
         deadline = time.monotonic() + timeout_s
         for d in self.dirs:

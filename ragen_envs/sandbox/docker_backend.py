@@ -113,7 +113,7 @@ class DockerBackend(Backend):
     ) -> None:
         docker = _import_docker()
         self.image = image or os.environ.get("RAGEN_SANDBOX_DOCKER_IMAGE", DEFAULT_IMAGE)
-        self.client = docker.DockerClient(base_url=base_url, timeout=30) if base_url else docker.from_env(timeout=30)
+        self.client = docker.DockerClient(base_url=base_url, timeout=120) if base_url else docker.from_env(timeout=120)
         self.python = python
         self.bind_host_usr = (self.image == DEFAULT_IMAGE) if bind_host_usr is None else bind_host_usr
         self._ensure_image()
@@ -264,7 +264,7 @@ class DockerBackend(Backend):
         except Exception:  # noqa: BLE001 - a wait timeout surfaces as a requests/urllib3 error
             timed_out = True
             _kill(container)
-            status = container.wait(timeout=30)["StatusCode"]
+            status = container.wait(timeout=120)["StatusCode"]
         return Captured(
             stdout=bytes(buffers[1]),
             stderr=bytes(buffers[2]),

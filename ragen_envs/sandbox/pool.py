@@ -1,0 +1,258 @@
+"""A warm pool of bubblewrap sandboxes: pay the sandbox start once, then fork per execution inside it.
+
+Each pool member is a long-lived sandbox built exactly like a cold ``bwrap`` run (same namespaces, mounts,
+uid, cgroup, capabilities) whose pid 1 is ``zygote.py``, a Python server with the interpreter already
+started. A run sends the program, stdin and the write ends of two pipes to the zygote over a socket
+(``SCM_RIGHTS``); the zygote forks, the child applies the run's rlimits and executes the program through
+the launcher in a fresh work folder. Afterwards the zygote kills every other process in the sandbox and
+deletes the folder, so nothing carries over to the next run. A run that times out, floods its output or
+breaks the protocol gets its whole sandbox killed and replaced; members are also recycled every
+``recycle_after`` runs.
+
+What differs from a cold run: the cgroup (memory, pids) is the member's, sized from the pool's ``limits``
+at start; the per-process rlimits are the run's own. Runs are serialized per member; ``size`` members run in
+parallel.
+"""
+
+from __future__ import annotations
+
+import atexit
+import marshal
+import os
+import queue
+import selectors
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from ragen_envs.sandbox import cgroups
+from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, as_bytes, classify, decode
+from ragen_envs.sandbox.bwrap import LAUNCHER_SOURCE, BwrapBackend, _enter, _memfd
+from ragen_envs.sandbox.uids import UidSlot
+
+ZYGOTE_SOURCE = (Path(__file__).parent / "zygote.py").read_bytes()
+
+
+class _Member:
+    """One warm sandbox: its bwrap process, control socket, cgroup and uid."""
+
+    def __init__(self, base: BwrapBackend, limits: Limits) -> None:
+        self.slot = UidSlot() if base.is_root else None
+        uid = self.slot.uid if self.slot else os.getuid()
+        self.group = None
+        if base.use_cgroups and cgroups.detect() is not None:
+            try:
+                self.group = cgroups.Cgroup(limits.memory_mb << 20, limits.processes + 2)
+            except OSError:
+                self.group = None
+        self.enforcement = ", ".join(
+            [
+                self.group.label
+                if self.group
+                else "no cgroup: memory and processes bounded per process by rlimits only",
+                "rlimits",
+                f"uid {uid}" if self.slot else "host uid (not root: no uid switch)",
+                "warm pool",
+            ]
+        )
+        host_end, sandbox_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        fds = [_memfd("launcher", LAUNCHER_SOURCE), _memfd("zygote", ZYGOTE_SOURCE)]
+        cmd = base.command(limits, uid, fds[0], fds[1])
+        # Same sandbox as a cold run, but pid 1 is the zygote (fed the launcher's path) instead of the launcher.
+        at = cmd.index(base.python)
+        cmd[at:] = [base.python, "-I", "-S", "/sandbox/main.py", "/sandbox/launcher.py", str(sandbox_end.fileno())]
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=[*fds, sandbox_end.fileno()],
+            env={},
+            start_new_session=True,
+            preexec_fn=_enter(self.group, uid if self.slot else None),
+        )
+        for fd in fds:
+            os.close(fd)
+        sandbox_end.close()
+        self.chan = host_end
+        self.runs = 0
+        self.broken = False
+
+    def stop(self) -> None:
+        """Kill every process of the member (its cgroup stays until :meth:`kill`, for the event counters)."""
+        try:
+            os.killpg(self.proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.group is not None:
+            self.group.kill()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def kill(self) -> None:
+        self.stop()
+        self.chan.close()
+        if self.group is not None:
+            self.group.remove()
+        if self.slot:
+            self.slot.release()
+
+
+class PoolBackend(Backend):
+    """Warm bubblewrap sandboxes; see the module docstring."""
+
+    name = "pool"
+
+    def __init__(self, size: int = 2, limits: Limits | None = None, recycle_after: int = 200) -> None:
+        self.base = BwrapBackend()
+        self.limits = limits or Limits()
+        self.recycle_after = recycle_after
+        self._idle: queue.Queue[_Member] = queue.Queue()
+        self._members: set[_Member] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        for _ in range(size):
+            self._spawn()
+        atexit.register(self.close)
+
+    @classmethod
+    def available(cls) -> bool:
+        return BwrapBackend.available()
+
+    def _spawn(self) -> None:
+        member = _Member(self.base, self.limits)
+        with self._lock:
+            self._members.add(member)
+        self._idle.put(member)
+
+    def _retire(self, member: _Member) -> None:
+        with self._lock:
+            self._members.discard(member)
+        member.kill()
+        if not self._closed:
+            self._spawn()
+
+    def run(self, code: str, stdin: str | bytes = "", limits: Limits | None = None) -> Result:
+        if self._closed:
+            raise RuntimeError("the sandbox pool is closed")
+        limits = limits or Limits()
+        member = self._idle.get()
+        before = member.group.counters() if member.group else (0, 0, 0)
+        started = time.monotonic()
+        try:
+            captured, healthy = self._execute(member, code, stdin, limits, started)
+        except BaseException:
+            self._retire(member)
+            raise
+        after = member.group.counters() if member.group else (0, 0, 0)
+        oom, hits, refused = (a - b for a, b in zip(after, before))
+        violation = classify(
+            captured,
+            exit_code=captured.returncode,
+            memory_event="oom" if oom else "limit" if hits else None,
+            pids_event=refused > 0,
+            cpu_limit_s=max(1, round(limits.cpu_s)),
+        )
+        member.runs += 1
+        if healthy and member.runs < self.recycle_after:
+            self._idle.put(member)
+        else:
+            self._retire(member)
+        return Result(
+            stdout=decode(captured.stdout),
+            stderr=decode(captured.stderr),
+            exit_code=captured.returncode,
+            timed_out=captured.timed_out or violation == "timeout",
+            violation=violation,
+            wall_s=captured.wall_s,
+            backend=self.name,
+            enforcement=member.enforcement,
+        )
+
+    def _execute(self, member: _Member, code: str, stdin, limits: Limits, started: float) -> tuple[Captured, bool]:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        program = _memfd("program", code.encode("utf-8", "surrogatepass"))
+        stdin_fd = _memfd("stdin", as_bytes(stdin))
+        spec = (
+            max(1, round(limits.cpu_s)), limits.memory_mb << 20, limits.processes,
+            limits.file_size_mb << 20, limits.open_files,
+        )  # fmt: skip
+        try:
+            socket.send_fds(member.chan, [marshal.dumps(spec)], [program, stdin_fd, out_w, err_w])
+        finally:
+            for fd in (program, stdin_fd, out_w, err_w):
+                os.close(fd)
+        cap = limits.output_bytes
+        buffers = {out_r: bytearray(), err_r: bytearray()}
+        sel = selectors.DefaultSelector()
+        for fd in buffers:
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ)
+        member.chan.setblocking(False)
+        sel.register(member.chan, selectors.EVENT_READ)
+        deadline = started + limits.wall_s
+        status = None
+        timed_out = exceeded = broken = False
+        try:
+            while status is None or len(sel.get_map()) > 1:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                for key, _ in sel.select(timeout=remaining):
+                    if key.fileobj is member.chan:
+                        msg = member.chan.recv(4096)
+                        sel.unregister(member.chan)
+                        try:
+                            status = marshal.loads(msg)
+                        except (EOFError, ValueError, TypeError):
+                            broken = True
+                        if broken or not msg:
+                            broken = True
+                            status = (-9, 0.0)
+                        continue
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        sel.unregister(key.fd)
+                        continue
+                    buf = buffers[key.fd]
+                    room = cap - len(buf)
+                    buf += chunk[:room]
+                    if len(chunk) > room:
+                        exceeded = True
+                if exceeded or broken:
+                    break
+        finally:
+            sel.close()
+            member.chan.setblocking(True)
+            os.close(out_r)
+            os.close(err_r)
+        healthy = not (timed_out or exceeded or broken) and status is not None
+        if not healthy:
+            member.stop()  # the run is still going (or the zygote is gone): the sandbox is discarded
+        exit_code, cpu_s = status if status is not None else (-9, 0.0)
+        return (
+            Captured(
+                stdout=bytes(buffers[out_r]),
+                stderr=bytes(buffers[err_r]),
+                returncode=int(exit_code),
+                timed_out=timed_out,
+                output_exceeded=exceeded,
+                wall_s=time.monotonic() - started,
+                cpu_s=float(cpu_s),
+            ),
+            healthy,
+        )
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            members = list(self._members)
+            self._members.clear()
+        for member in members:
+            member.kill()
