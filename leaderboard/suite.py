@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 SPLITS = ("official", "hidden")
 HIDDEN_SEED_LOW = 1 << 20
@@ -146,9 +146,8 @@ def read_secret(path: str | Path) -> bytes:
     return data
 
 
-@dataclass(frozen=True)
-class Episode:
-    """One expected episode of a split: env id, seed, sample index."""
+class Episode(NamedTuple):
+    """One expected episode of a split: env id, seed, sample index (a tuple: hashed fast in big splits)."""
 
     env_id: str
     seed: int
