@@ -45,11 +45,12 @@ from typing import Any
 from ragen_envs.core import check_range
 from ragen_envs.math.answer_env import SingleAnswerEnv
 from ragen_envs.math.answers import format_number
+from ragen_envs.math.word_counts import FAMILIES as COUNT_FAMILIES
 from ragen_envs.math.word_kit import Draw, Work
 from ragen_envs.math.word_money import FAMILIES as MONEY_FAMILIES
-from ragen_envs.math.word_quantities import FAMILIES as QUANTITY_FAMILIES
+from ragen_envs.math.word_rates import FAMILIES as RATE_FAMILIES
 
-FAMILIES = {**MONEY_FAMILIES, **QUANTITY_FAMILIES}
+FAMILIES = {**MONEY_FAMILIES, **COUNT_FAMILIES, **RATE_FAMILIES}
 FAMILY_NAMES = tuple(FAMILIES)
 MIN_STEPS, MAX_STEPS = 2, 8
 
