@@ -62,7 +62,7 @@ moves (at most 3; a response is committed before the slips are seen).
 Moves do not depend on the map, so the move table (``move_table``) is built once per board size. Per map
 (i.e. per episode) the env caches the text frame (rows, coordinate lines) and every observation it has
 rendered by player cell, the full BFS layers once the oracle first asks, and with ``slip > 0`` the
-slippery transition matrices and the value-iteration policy on the oracle's first call.
+value-iteration policy (from the move table and the map's absorbing cells) on the oracle's first call.
 
 ## Arguments
 ``size`` in [2, 16] (4), ``frozen_prob`` in [0, 1] (0.9), ``slip`` in [0, 1] (0.0), ``max_turns`` (5),
