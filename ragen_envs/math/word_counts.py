@@ -16,7 +16,7 @@ COLLECTIBLES = ("marbles", "stickers", "stamps", "seashells", "trading cards", "
 
 def ages(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     people = names(d, steps + 1)
-    age = Fraction(d.int(3, 9))
+    age = d.int(3, 9)
     facts = [f"{people[-1]} is {num(age)} years old."]
     for index in range(steps - 1, -1, -1):
         who, of = people[index], people[index + 1]
@@ -45,7 +45,7 @@ def comparisons(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     total_all = steps % 2 == 0 and d.chance(0.6)
     links = steps // 2 if total_all else steps - 1
     people = names(d, links + 1)
-    counts = [Fraction(d.int(4, 30))]
+    counts = [d.int(4, 30)]
     facts = [f"{people[0]} has {num(counts[0])} {thing}."]
     for index in range(1, links + 1):
         prev, who = counts[-1], people[index]
@@ -92,7 +92,7 @@ def funnel(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     scale = 1
     for share in shares:
         scale *= share.denominator
-    count = Fraction(scale * d.int(1, max(1, 4000 // scale)))
+    count = scale * d.int(1, max(1, 4000 // scale))
     site = d.pick(("A website", "A new app", "An online course", "A music service"))
     parts = [f"{site} has {num(count)} visitors in a month."]
     for index, share in enumerate(shares):
@@ -123,7 +123,7 @@ def ratios(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     total = None
     for color in wanted:
         index = colors.index(color)
-        amount = Fraction(known) if index == 0 else w.op(share, "*", parts_of[index])
+        amount = known if index == 0 else w.op(share, "*", parts_of[index])
         total = amount if total is None else w.op(total, "+", amount)
     return " ".join([*parts, f"How many {join_words(wanted)} {thing} are there in total?"]), total
 
@@ -138,7 +138,7 @@ def averages(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
         scores = [d.int(55, 100) for _ in range(steps)]
         listed = join_words([str(x) for x in scores])
         text = f"{name} scored {listed} on {steps} {subject} tests. What is {name}'s average score?"
-        total = Fraction(scores[0])
+        total = scores[0]
         for score in scores[1:]:
             total = w.op(total, "+", score)
         return text, w.op(total, "/", steps)
@@ -151,7 +151,7 @@ def averages(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
         f"next test to have an average of exactly {goal} over all {count + 1} tests?"
     )
     needed = w.op(goal, "*", count + 1)
-    total = Fraction(scores[0])
+    total = scores[0]
     for score in scores[1:]:
         total = w.op(total, "+", score)
     return text, w.op(needed, "-", total)
@@ -211,7 +211,7 @@ def growth(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
         text = f"A lab has {start} {thing}. The amount halves every {every} hours. How many are left after {every * periods} hours?"
         symbol = "/"
     count = w.op(every * periods, "/", every)  # the number of periods
-    value = Fraction(start)
+    value = start
     for _ in range(int(count)):
         value = w.op(value, symbol, factor)
     return text, value

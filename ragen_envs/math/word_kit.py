@@ -96,6 +96,8 @@ def num(value) -> str:
 
 def money(value) -> str:
     """Dollars: ``$12``, ``$12.50``."""
+    if type(value) is int:
+        return f"${value}"
     value = Fraction(value)
     if value.denominator == 1:
         return f"${value.numerator}"

@@ -21,7 +21,7 @@ JOBS = ("babysitting", "mowing lawns", "tutoring", "walking dogs", "washing cars
 
 def wallet(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     name = d.pick(NAMES)
-    cash = Fraction(d.mult(150, 400, 10))
+    cash = d.mult(150, 400, 10)
     parts = [f"{name} {d.pick(('has', 'starts the month with', 'has saved'))} {money(cash)}."]
     while w.count < steps:
         if steps - w.count >= 2 and d.chance(0.6):
@@ -47,7 +47,7 @@ def wallet(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
 
 def price_changes(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     item, plural, *_ = d.pick(GOODS)
-    price = Fraction(d.mult(40, 400, 20))
+    price = d.mult(40, 400, 20)
     shop = d.pick(("A shop", "An online store", "A market stall", "A department store"))
     parts = [f"{shop} sells a {item} for {money(price)}."]
     buy = steps >= 3 and d.chance(0.5)
@@ -86,13 +86,13 @@ def spending_fractions(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     for share in spends:
         if share is not None:
             scale *= share.denominator
-    cash = Fraction(scale * d.int(3, 9) * (10 if scale < 20 else 1))
+    cash = scale * d.int(3, 9) * (10 if scale < 20 else 1)
     fixed = [d.int(2, 9) for _ in spends]
     parts = [f"{name} has {money(cash)}."]
     for index, share in enumerate(spends):
         rest = "" if index == 0 else " of what is left"
         if share is None:
-            amount = min(Fraction(fixed[index]), cash - 1)
+            amount = min(fixed[index], cash - 1)
             parts.append(f"{name} spends {money(amount)} on {d.pick(TREATS)}.")
             cash = w.op(cash, "-", amount)
         else:
@@ -216,7 +216,7 @@ def restaurant_bill(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     group = names(d, d.int(2, 5))
     dishes = max(1, steps - 2) if steps > 2 else 1
     tip = Fraction(d.pick((10, 15, 20, 25)), 100)
-    prices = [Fraction(d.int(8, 40)) for _ in range(dishes - 1)]
+    prices = [d.int(8, 40) for _ in range(dishes - 1)]
     step = 20 * len(group)  # a bill that is a multiple of this makes the tip and each share whole dollars
     bill_total = (int(sum(prices)) + 8 + step - 1) // step * step + step * d.int(0, 1)
     prices.append(bill_total - sum(prices))
@@ -246,7 +246,7 @@ def fuel_cost(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     parts = [
         f"{name}'s car uses {use} liters of fuel per 100 km. {name} drives {distance} km to a {d.pick(('lake', 'festival', 'city', 'wedding'))}."
     ]
-    km = Fraction(distance)
+    km = distance
     if "detour" in extras:
         detour = d.mult(10, 80, 10)
         parts.append(f"On the way {name} makes a {detour} km detour.")

@@ -31,7 +31,7 @@ def trip_legs(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
             distance = w.op(value, "*", hours)
         else:
             parts.append(f"{first} {name} {verb} {value} km.")
-            distance = Fraction(value)
+            distance = value
         total = distance if total is None else w.op(total, "+", distance)
     return " ".join([*parts, f"How many kilometers does {name} travel in all?"]), total
 
@@ -98,7 +98,7 @@ def recipe_scaling(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
         )
         servings = w.op(people, "*", each)
     else:
-        servings = Fraction(d.int(1, 6) * serves // 2 + serves)
+        servings = d.int(1, 6) * serves // 2 + serves
         parts.append(f"{d.pick(NAMES)} wants to make {num(servings)} servings.")
     factor = w.op(servings, "/", serves)
     total = None
@@ -153,7 +153,7 @@ def task_time(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
         if kind == "minutes":
             minutes = d.int(5, 55)
             parts.append(f"{minutes} minutes {chore}")
-            spent = Fraction(minutes)
+            spent = minutes
         elif kind == "hours":
             hours = d.int(1, 3)
             parts.append(f"{hours} hour{'s' if hours > 1 else ''} {chore}")
@@ -227,11 +227,11 @@ def trains(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
         parts.append(
             f"The railway from {a} to {b} runs through {len(pieces) - 1} station{'s' if len(pieces) > 2 else ''}, with sections of {join_words([f'{p} km' for p in pieces])}."
         )
-        gap = Fraction(pieces[0])
+        gap = pieces[0]
         for piece in pieces[1:]:
             gap = w.op(gap, "+", piece)
     else:
-        gap = Fraction(d.mult(200, 900, 10))
+        gap = d.mult(200, 900, 10)
         parts.append(f"{a} and {b} are {num(gap)} km apart by rail.")
     parts.append(f"A train leaves {a} for {b} at {v1} km/h.")
     if "relative" in chosen:
@@ -331,7 +331,7 @@ def reading(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     book = d.pick(("novel", "biography", "textbook", "fantasy saga", "cookbook"))
     said = ". Then ".join(f"{name} reads {r} pages a day for {n} days" for r, n in plan)
     parts = [f"A {book} has {pages} pages. {said}."]
-    left = Fraction(pages)
+    left = pages
     for rate, days in plan:
         left = w.op(left, "-", w.op(rate, "*", days))
     if finish:
