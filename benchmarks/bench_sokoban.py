@@ -19,7 +19,7 @@ from ragen_envs.sokoban import SokobanConfig, generate_level
 SIZES = {  # the registered variants' generation settings
     "6x6/1": SokobanConfig(rows=6, cols=6, num_boxes=1, difficulty=3, max_moves=10),
     "8x8/2": SokobanConfig(rows=8, cols=8, num_boxes=2, difficulty=8, max_moves=30),
-    "10x10/3": SokobanConfig(rows=10, cols=10, num_boxes=3, difficulty=12, max_moves=100),
+    "10x10/3": SokobanConfig(rows=10, cols=10, num_boxes=3, difficulty=10, max_moves=100),
 }
 BATCH = {"6x6/1": 500, "8x8/2": 100, "10x10/3": 100}
 

@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         "ours_gen_6x6_1": (ours_gen(6, 1, 3, 10), 2000),
         "gym_sokoban_gen_6x6_1": (_maybe(gym_sokoban_gen), 100),
         "ours_gen_8x8_2": (ours_gen(8, 2, 8, 30), 300),
-        "ours_gen_10x10_3": (ours_gen(10, 3, 12, 100), 200),
+        "ours_gen_10x10_3": (ours_gen(10, 3, 10, 100), 200),
         "rg_gen_10x10_3": (_maybe(reasoning_gym_gen), 20),
         "ours_step_6x6_1": (ours_step(), 20000),
         "ours_step_6x6_1_unwrapped": (ours_step(unwrapped=True), 20000),

@@ -29,7 +29,7 @@ register(
 register(
     id="ragen/Sokoban-10x10-v0",
     entry_point="ragen_envs.sokoban.env:SokobanEnv",
-    kwargs={"room_size": 10, "num_boxes": 3, "difficulty": 12, "max_turns": 20, "max_actions_per_turn": 5},
+    kwargs={"room_size": 10, "num_boxes": 3, "difficulty": 10, "max_turns": 20, "max_actions_per_turn": 5},
 )
 register(id="ragen/FrozenLake-v0", entry_point="ragen_envs.frozen_lake:FrozenLakeEnv")
 register(

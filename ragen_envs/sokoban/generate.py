@@ -39,7 +39,7 @@ from ragen_envs.sokoban.solver import solve
 
 REVERSE_BFS_MAX_STATES = 6_000
 EXACT_MAX_STATES = 25_000
-MIN_FLOOR_FRACTION = 0.4
+MIN_FLOOR_FRACTION = 0.6
 _MASKS = (
     ((0, 0),),
     ((0, 0), (0, 1)),
@@ -233,9 +233,8 @@ def _pull_walk_level(
         j = u.below(k + 1)
         order[k], order[j] = order[j], order[k]
     bound = 0
-    progressed = True
-    while bound < want_pushes and progressed:  # rounds over the boxes until none can move farther away
-        progressed = False
+    for _ in range(len(order) + 1):  # rounds over the boxes, while the bound still grows
+        start_bound = bound
         for k in range(len(order)):
             box = order[k]
             share = bound + -(-(want_pushes - bound) // (len(order) - k))  # this box's part of what is left
@@ -243,7 +242,7 @@ def _pull_walk_level(
                 if bound >= share:
                     break
                 # Only pulls that take the box farther from every target: each adds one to the lower bound,
-                # and the reverse walk cannot cycle, so the forward solution stays short.
+                # and the reverse walk cannot cycle, so the forward solution has no detours.
                 options, reach = [], None
                 for direction in range(4):
                     stand = box + steps[direction]
@@ -266,8 +265,9 @@ def _pull_walk_level(
                 boxes.add(box)
                 bound += pushes[box]
                 player = box + steps[direction]
-                progressed = True
             order[k] = box
+        if bound >= want_pushes or bound == start_bound:
+            break
     if boxes == set(targets):
         return None
     region = _region(walls, steps, boxes, player)
