@@ -8,20 +8,21 @@ built on demand without building the others, in any process, in any order.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ragen_envs.webshop.catalogue_data import BRAND_HEADS, BRAND_TAILS, CATEGORIES, FLOURISHES, CategorySpec
 
-CATALOGUE_VERSION = 1
+CATALOGUE_VERSION = 2
 """Bump when generated products change: it keys the on-disk search index."""
 CATALOGUE_SEED = 0x5E0B5
 TIERS = {"1k": 1_000, "10k": 10_000, "100k": 100_000}
 _ASIN_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _ASIN_MULTIPLIER = 2_654_435_761  # odd and not a multiple of 3: a bijection on [0, 36**8)
 _ASIN_OFFSET = 1_234_567_891
-_UNIFORMS = 40  # uniform draws per product; each field below uses a fixed slot, so fields are independent
+_UNIFORMS = 96  # uniform draws per product; each field below uses fixed slots, so fields are independent
 
 
 @dataclass(frozen=True)
@@ -82,23 +83,24 @@ def _pick(seq, u: float):
     return seq[min(int(u * len(seq)), len(seq) - 1)]
 
 
-def _sample(seq, k: int, rng: np.random.Generator) -> tuple:
-    """``k`` distinct items of ``seq`` in the order they appear in ``seq``."""
-    chosen = np.sort(rng.choice(len(seq), size=min(k, len(seq)), replace=False))
-    return tuple(seq[int(i)] for i in chosen)
+def _sample(seq, k: int, keys: list[float]) -> tuple:
+    """``k`` distinct items of ``seq`` (those with the smallest ``keys``), in the order they appear in ``seq``."""
+    chosen = sorted(sorted(range(len(seq)), key=keys.__getitem__)[:k])
+    return tuple(seq[i] for i in chosen)
 
 
 def _brand(u1: float, u2: float) -> str:
     return (_pick(BRAND_HEADS, u1) + _pick(BRAND_TAILS, u2)).capitalize()
 
 
+@functools.lru_cache(maxsize=4096)
 def _titled(words: str) -> str:
     return " ".join(w if any(c.isdigit() for c in w) else w[:1].upper() + w[1:] for w in words.split())
 
 
 def _price(spec: CategorySpec, u: float) -> float:
     low, high = spec.price
-    dollars = np.exp(np.log(low) + u * (np.log(high) - np.log(low)))
+    dollars = math.exp(math.log(low) + u * (math.log(high) - math.log(low)))
     cents = max(int(dollars) * 100 + (99 if u * 1000 % 3 < 2 else 49), 199)
     return cents / 100
 
@@ -131,50 +133,39 @@ def make_product(index: int) -> Product:
     kind = _pick(spec.types, u[1])
     audience = _pick(spec.audiences, u[2]) if spec.audiences else ""
     brand = _brand(u[3], u[4])
-    attrs = _sample(spec.attributes, 2 + int(u[5] * 3), rng)
+    attrs = _sample(spec.attributes, 2 + int(u[5] * 3), u[32:44])
     # Shuffle the chosen attributes so the title does not always lead with the pool's first entries.
-    attrs = tuple(attrs[int(i)] for i in rng.permutation(len(attrs)))
+    attrs = tuple(attrs[j] for j in sorted(range(len(attrs)), key=lambda j: u[44 + j]))
     material = _pick(spec.materials, u[6])
     flourish = _pick(FLOURISHES, u[7])
     model = f"{chr(65 + int(u[8] * 26))}{chr(65 + int(u[9] * 26))}-{100 + int(u[10] * 900)}"
     options = []
     for slot, (name, pool) in enumerate(spec.options):
         count = 2 + int(u[11 + slot] * min(5, len(pool) - 1))
-        options.append((name, _sample(pool, count, rng)))
+        options.append((name, _sample(pool, count, u[52 + 20 * slot : 72 + 20 * slot])))
     use = _pick(spec.uses, u[14])
     second_use = _pick(spec.uses, u[15])
     price = _price(spec, u[16])
     rating = "N.A." if u[17] < 0.08 else f"{2.5 + 2.5 * u[18]:.1f}"
     title = _title(spec, brand, kind, audience, attrs, material, flourish, model, u[19])
+    fields = {
+        "brand": brand,
+        "kind": kind,
+        "material": material,
+        "use": use,
+        "second_use": second_use,
+        "flourish": flourish,
+        "model": model,
+        "who": audience or "people",
+        "first": attrs[0],
+        "last": attrs[-1],
+        "all": ", ".join(attrs),
+        "two": " and ".join(attrs[:2]),
+        "n_choices": len(options[-1][1]),
+        "choice": options[-1][0],
+    }
     description = " ".join(
-        (
-            _pick(
-                (
-                    f"The {brand} {kind} is made from {material} and built for {use}.",
-                    f"Meet the {kind} that {audience or 'people'} reach for first: {material}, {attrs[0]}, ready for {use}.",
-                    f"Designed by {brand} for {use} and {second_use}, this {kind} pairs {material} with a {attrs[0]} design.",
-                    f"A {flourish} {kind} in {material}, tested for {use}.",
-                ),
-                u[20],
-            ),
-            _pick(
-                (
-                    f"Features include {', '.join(attrs)}.",
-                    f"It is {' and '.join(attrs[:2])}, so it keeps up with {second_use}.",
-                    f"Expect {attrs[-1]} performance day after day.",
-                ),
-                u[21],
-            ),
-            _pick(
-                (
-                    f"Available in {len(options[-1][1])} {options[-1][0]} choices.",
-                    "Backed by a 1-year limited warranty.",
-                    f"Model {model}.",
-                    "Ships in recyclable packaging.",
-                ),
-                u[22],
-            ),
-        )
+        _pick(templates, u[20 + i]).format_map(fields) for i, templates in enumerate(_DESCRIPTION_TEMPLATES)
     )
     bullets = [f"{attr.upper()}: {_pick(_BULLET_TAILS, u[23 + i])} {use}." for i, attr in enumerate(attrs)]
     bullets.append(f"MATERIAL: {material} chosen for {second_use}.")
@@ -198,6 +189,25 @@ def make_product(index: int) -> Product:
     )
 
 
+_DESCRIPTION_TEMPLATES = (
+    (
+        "The {brand} {kind} is made from {material} and built for {use}.",
+        "Meet the {kind} that {who} reach for first: {material}, {first}, ready for {use}.",
+        "Designed by {brand} for {use} and {second_use}, this {kind} pairs {material} with a {first} design.",
+        "A {flourish} {kind} in {material}, tested for {use}.",
+    ),
+    (
+        "Features include {all}.",
+        "It is {two}, so it keeps up with {second_use}.",
+        "Expect {last} performance day after day.",
+    ),
+    (
+        "Available in {n_choices} {choice} choices.",
+        "Backed by a 1-year limited warranty.",
+        "Model {model}.",
+        "Ships in recyclable packaging.",
+    ),
+)
 _BULLET_TAILS = (
     "made to last through",
     "a dependable pick for",

@@ -7,6 +7,7 @@ results, next/prev) → item page (options, description/features tabs, buy) → 
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ class Shop:
         self._lock = threading.Lock()
 
     def task(self, task_id: int) -> Task:
-        return make_task(self.catalogue, task_id)
+        return _task(self.tier, task_id)
 
     def search(self, query: str) -> tuple[int, ...]:
         """Product indexes for a query (memoized: agents repeat queries a lot)."""
@@ -62,6 +63,11 @@ class Shop:
 
     def __reduce__(self):
         return (shop_for, (self.tier,))
+
+
+@functools.lru_cache(maxsize=1024)
+def _task(tier: str, task_id: int) -> Task:
+    return make_task(Catalogue(tier), task_id)  # memoized: the env and its transport both ask for it
 
 
 _SHOPS: dict[str, Shop] = {}

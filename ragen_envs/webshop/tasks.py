@@ -62,26 +62,28 @@ def _article(word: str) -> str:
 
 def make_task(catalogue: Catalogue, task_id: int) -> Task:
     """Task ``task_id`` over ``catalogue`` (a pure function of the tier and the id)."""
-    rng = np.random.default_rng([0x7A5C, task_id])
-    product = catalogue[int(rng.integers(len(catalogue)))]
-    count = min(len(product.attributes), 1 + int(rng.integers(3)))
-    picked = np.sort(rng.choice(len(product.attributes), size=count, replace=False))
-    attributes = tuple(product.attributes[int(i)] for i in picked)
-    options = tuple((name, values[int(rng.integers(len(values)))]) for name, values in product.options)
+    u = np.random.default_rng([0x7A5C, task_id]).random(32).tolist()
+    product = catalogue[int(u[0] * len(catalogue))]
+    n_attrs = len(product.attributes)
+    count = min(n_attrs, 1 + int(u[1] * 3))
+    picked = sorted(sorted(range(n_attrs), key=lambda j: u[8 + j])[:count])  # u[8:20]: one key per attribute
+    attributes = tuple(product.attributes[j] for j in picked)
+    options = tuple((name, values[int(u[2 + k] * len(values))]) for k, (name, values) in enumerate(product.options))
     steps = [p for p in PRICE_STEPS if p > product.price][:4]
     if len(steps) >= 2:
-        price_upper = float(max(steps[int(i)] for i in rng.choice(len(steps), size=2, replace=False)))
+        two = sorted(range(len(steps)), key=lambda j: u[20 + j])[:2]  # u[20:24]
+        price_upper = float(max(steps[j] for j in two))
     else:
         price_upper = NO_PRICE_CEILING
-    instruction = _instruction(rng, product, attributes, options, price_upper)
+    instruction = _instruction(u[24:30], product, attributes, options, price_upper)
     return Task(task_id, instruction, product, attributes, options, price_upper)
 
 
-def _instruction(rng, product: Product, attributes, options, price_upper: float) -> str:
-    opener = _OPENERS[int(rng.integers(len(_OPENERS)))]
+def _instruction(u: list[float], product: Product, attributes, options, price_upper: float) -> str:
+    opener = _OPENERS[int(u[0] * len(_OPENERS))]
     lead, *rest = attributes
     audience = f" for {product.audience}" if product.audience else ""
-    shape = int(rng.integers(3))
+    shape = int(u[1] * 3)
     if shape == 0:
         wanted = f"{_article(lead)} {lead} {product.query}{audience}"
         extra = rest
