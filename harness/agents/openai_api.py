@@ -25,7 +25,8 @@ times with exponential backoff (``backoff_s · 2^attempt``, capped at 30 s, ``Re
 message. The API key is read from the environment variable ``api_key_env`` (``OPENAI_API_KEY``) when the
 request is sent and is never stored on the agent, logged, or put in an error message.
 
-Options (``AgentOptions.extra``): ``api_key_env``, ``concurrency`` (8), ``timeout_s`` (60),
+Options (``AgentOptions.extra``, or the spec's query: ``openai:<base-url>#<model>?tokenizer=<dir>&concurrency=4``):
+``api_key_env``, ``concurrency`` (8), ``timeout_s`` (60),
 ``max_retries`` (4), ``backoff_s`` (0.5), ``prefill`` (``continue``/``omit``), ``tokenizer``, ``logprobs``
 (True).
 """
@@ -37,6 +38,7 @@ import os
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -93,16 +95,37 @@ class EndpointConfig:
 
     @classmethod
     def from_spec(cls, argument: str, extra: dict[str, Any] | None = None) -> EndpointConfig:
-        """``<base-url>#<model>`` plus the options in ``extra`` (unknown keys are an error)."""
+        """``<base-url>#<model>[?key=value&…]`` plus the options in ``extra`` (unknown keys are an error).
+
+        Options in the spec's query (``#qwen?tokenizer=/models/qwen&concurrency=4``) let the command line set
+        them; ``extra`` wins over the query.
+        """
         base_url, hash_, model = argument.rpartition("#")
         if not hash_:
             raise ValueError(f"openai agent spec must be openai:<base-url>#<model>, got openai:{argument!r}")
+        model, _, query = model.partition("?")
+        options: dict[str, Any] = {}
+        for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+            options[key] = _coerce(key, value)
+        options.update(extra or {})
         fields = {f for f in cls.__dataclass_fields__ if f not in ("base_url", "model")}
-        extra = dict(extra or {})
-        unknown = sorted(set(extra) - fields)
+        unknown = sorted(set(options) - fields)
         if unknown:
             raise ValueError(f"unknown openai agent option(s) {unknown}; allowed: {sorted(fields)}")
-        return cls(base_url=base_url.rstrip("/"), model=model, **extra)
+        return cls(base_url=base_url.rstrip("/"), model=model, **options)
+
+
+def _coerce(key: str, value: str) -> Any:
+    """A query-string option as the type its field has."""
+    kinds = {"concurrency": int, "max_retries": int, "timeout_s": float, "backoff_s": float}
+    if key in kinds:
+        try:
+            return kinds[key](value)
+        except ValueError:
+            raise ValueError(f"openai agent option {key} must be a number, got {value!r}") from None
+    if key == "logprobs":
+        return value.lower() not in ("0", "false", "no", "")
+    return value
 
 
 def _restore_stop(text: str, finish_reason: str | None) -> str:
