@@ -301,7 +301,9 @@ class CountdownEnv(TextEnv):
         return ActionResult(reward=reward if last else 0.0, effective=True, terminated=last, message=message)
 
     def _step_info(self) -> dict[str, Any]:
-        return {"answer_is_well_formed": self.last_well_formed}
+        # read once per step: a turn that was not judged (format error) reports False, not the previous answer
+        well_formed, self.last_well_formed = self.last_well_formed, False
+        return {"answer_is_well_formed": well_formed}
 
     def _reset_info(self) -> dict[str, Any]:
         p = self.problem

@@ -230,7 +230,7 @@ def test_single_turn_wrong_answer_is_a_judged_failure():
 
 
 def test_feedback_turns_then_success():
-    env = gym.make("ragen/Countdown-v0", max_turns=3)
+    env = gym.make("ragen/Countdown-v0", max_turns=4)
     obs, info = env.reset(seed=2)
     assert "try again" in info["instructions"]
     obs, reward, terminated, truncated, _ = env.step(think("1 + 1"))
@@ -239,6 +239,7 @@ def test_feedback_turns_then_success():
     wrong = " * ".join(map(str, info["numbers"]))
     obs, reward, terminated, _, _ = env.step(think(wrong))
     assert reward == 0.0 and not terminated and "Your expression equals" in obs
+    assert env.step("no tags")[4]["answer_is_well_formed"] is False  # not judged: not the previous answer
     obs, reward, terminated, _, step_info = env.step(think(info["solution"]))
     assert reward == CORRECT_REWARD and terminated and step_info["success"]
 
