@@ -187,6 +187,7 @@ _INDEX = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>We
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "ragen-webshop"
+    timeout = 300  # seconds a kept-alive connection may sit idle (or a request dribble in) before it is dropped
 
     def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
         pass  # quiet by default: one line per request would swamp RL rollouts
