@@ -279,6 +279,8 @@ def did_you_mean(word: Any, choices: tuple[str, ...] | list[str]) -> str:
 # ---- the official suite -------------------------------------------------------------------------------------
 # Public seeds start at 10_000: away from the small seeds (0, 1, 2, …) that examples and training runs use.
 # Any change below ships as a new OFFICIAL version; submissions name the version they ran.
+# ragen/CodeExec-v0 is not in version 1: its episodes run programs under time limits in a sandbox, and an
+# outcome that depends on the verifier machine's load could reject an honest submission.
 _OFFICIAL_SEEDS = tuple(range(10_000, 10_064))
 
 OFFICIAL = Suite(
@@ -289,6 +291,9 @@ OFFICIAL = Suite(
         SuiteEntry("ragen/FrozenLake-v0", _OFFICIAL_SEEDS, samples_per_seed=4),
         SuiteEntry("ragen/Bandit-v0", _OFFICIAL_SEEDS, samples_per_seed=4),
         SuiteEntry("ragen/Countdown-v0", _OFFICIAL_SEEDS, samples_per_seed=4),
+        SuiteEntry("ragen/MathWord-v0", _OFFICIAL_SEEDS, samples_per_seed=4),
+        # page rendering per step: half the seeds keep a full evaluation within minutes on a CPU
+        SuiteEntry("ragen/WebShop-v0", _OFFICIAL_SEEDS[:32], samples_per_seed=4),
     ),
     hidden=HiddenSplit(
         season="2026-s1",
