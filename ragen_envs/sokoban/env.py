@@ -148,6 +148,7 @@ class SokobanEnv(TextEnv):
         self._plan_pos = 0
         self._on_plan = True
         self._plan_optimal = level.optimal
+        self._observation = ""  # cached text of the current state; "" after any change
 
     def _reset_info(self) -> dict[str, Any]:
         level = self.level
@@ -194,6 +195,7 @@ class SokobanEnv(TextEnv):
                 reward += BOX_ON_TARGET_REWARD
                 self._off_target -= 1
         self.player = ahead
+        self._observation = ""
         # Redraw only the (at most three) cells that changed; char index = cell + its row (the newlines).
         targets, chars, cols = self._targets, self._chars, self.level.cols
         chars[start + start // cols] = TARGET if start in targets else FLOOR
@@ -206,9 +208,11 @@ class SokobanEnv(TextEnv):
 
     # ---- text ---------------------------------------------------------------------------------------------
     def _observe(self) -> str:
-        coords = self._coords
-        box_coords = [coords[b] for b in sorted(self.boxes)]
-        return observation_text(self._header, box_coords, coords[self.player], "".join(self._chars))
+        if not self._observation:  # a blocked move or an invalid turn reuses the previous text
+            coords = self._coords
+            box_coords = [coords[b] for b in sorted(self.boxes)]
+            self._observation = observation_text(self._header, box_coords, coords[self.player], "".join(self._chars))
+        return self._observation
 
     def _instructions(self) -> str:
         level = self.level
