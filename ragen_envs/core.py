@@ -24,6 +24,7 @@ Info keys after every ``step``: ``success``, ``action_is_valid``, ``action_is_ef
 
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,26 @@ from ragen_envs.parsing import RESPONSE_FORMATS, format_instructions, format_res
 TEXT_CHARSET = frozenset(string.printable + "√×÷−–—‘’“”…•·°€£¥≤≥≠≈±²³½¼¾")
 MAX_OBSERVATION_CHARS = 1 << 17
 MAX_RESPONSE_CHARS = 1 << 14  # the size of action_space samples, not a limit on what step() accepts
+
+_OUTSIDE_CHARSET: dict[frozenset[str], re.Pattern[str]] = {}
+
+
+def outside_charset_pattern(charset: frozenset[str]) -> re.Pattern[str]:
+    """A compiled pattern matching any character *not* in ``charset`` (cached per charset)."""
+    pattern = _OUTSIDE_CHARSET.get(charset)
+    if pattern is None:
+        pattern = re.compile("[^" + "".join(re.escape(c) for c in sorted(charset)) + "]")
+        _OUTSIDE_CHARSET[charset] = pattern
+    return pattern
+
+
+def clean_observation(text: str, outside: re.Pattern[str]) -> str:
+    """Replace characters outside the observation charset with ``?`` and cap the length, so an observation
+    that echoes model text (an unknown action, a search query, an error trace) stays in the space."""
+    if len(text) > MAX_OBSERVATION_CHARS:
+        text = text[: MAX_OBSERVATION_CHARS - 15] + "\n[truncated]"
+    return outside.sub("?", text)
+
 
 INFO_KEYS = ("success", "action_is_valid", "action_is_effective", "parsed_actions", "turn")
 
@@ -148,6 +169,7 @@ class TextEnv(gym.Env[str, str]):
         self.response_format = response_format
         self.render_mode = render_mode
         charset = TEXT_CHARSET | frozenset(self.extra_charset)
+        self._outside_charset = outside_charset_pattern(charset)
         self.observation_space = spaces.Text(max_length=MAX_OBSERVATION_CHARS, min_length=0, charset=charset)
         self.action_space = ResponseSpace(
             max_length=MAX_RESPONSE_CHARS,
@@ -205,7 +227,7 @@ class TextEnv(gym.Env[str, str]):
         self._done = False
         self._needs_reset = False
         self._generate()
-        self._last_observation = self._observe()
+        self._last_observation = clean_observation(self._observe(), self._outside_charset)
         self.action_space.candidates = self._candidate_actions()
         info = {"instructions": self.instructions, "turn": 0, "success": False, **self._reset_info()}
         return self._last_observation, info
@@ -246,6 +268,7 @@ class TextEnv(gym.Env[str, str]):
         observation = self._observe()
         if messages:
             observation = "\n".join(messages) + "\n" + observation
+        observation = clean_observation(observation, self._outside_charset)
         self._last_observation = observation
         self.action_space.candidates = self._candidate_actions()
         info = {

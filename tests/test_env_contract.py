@@ -136,6 +136,7 @@ def test_no_response_can_raise(env_id):
             env.reset(seed=0)
         obs, reward, terminated, truncated, info = env.step(response)
         assert isinstance(obs, str) and isinstance(reward, float)
+        assert obs in env.observation_space, "an observation that echoes model text must stay in the charset"
         assert set(INFO_KEYS) <= set(info)
 
     step_never_raises()
