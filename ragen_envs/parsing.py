@@ -75,13 +75,15 @@ def parse_response(text: object, response_format: str = "think") -> ParsedRespon
         if close_at < 0:
             return _fail(f"missing {THINK_CLOSE} after {THINK_OPEN}")
         after = close_at + len(THINK_CLOSE)
-        rest = len(text) - len(text[after:].lstrip())
-        if not text.startswith(ANSWER_OPEN, rest):
-            return _fail(f"{THINK_CLOSE} must be followed by {ANSWER_OPEN}")
-        found = _find_answer(text, rest)
-        if isinstance(found, ParsedResponse):
-            return found
-        answer = found[0]
+        if not text.startswith(ANSWER_OPEN, after):  # only whitespace may separate the blocks
+            after = len(text) - len(text[after:].lstrip())
+            if not text.startswith(ANSWER_OPEN, after):
+                return _fail(f"{THINK_CLOSE} must be followed by {ANSWER_OPEN}")
+        answer_at = after + len(ANSWER_OPEN)
+        answer_close = text.find(ANSWER_CLOSE, answer_at)
+        if answer_close < 0:
+            return _fail(f"missing {ANSWER_CLOSE} after {ANSWER_OPEN}")
+        answer = text[answer_at:answer_close].strip()
         thinking = text[body_at:close_at].strip()
     else:
         return _fail(f"unknown response format {response_format!r}; allowed: {RESPONSE_FORMATS}")
