@@ -124,3 +124,41 @@ def lower_bound(cols: int, pushes: list[int], player: int, boxes: tuple[int, ...
     prow, pcol = divmod(player, cols)
     walk = min(abs(prow - b // cols) + abs(pcol - b % cols) for b in boxes) - 1
     return total + max(walk, 0)
+
+
+def walk_path(walls: bytes, steps: tuple[int, ...], boxes: set[int], src: int, dst: int) -> list[int] | None:
+    """Directions of a shortest walk from src to dst around the boxes (no pushes), or None."""
+    if src == dst:
+        return []
+    came = {src: (-1, -1)}
+    frontier = [src]
+    while frontier:
+        nxt = []
+        for cell in frontier:
+            for direction in range(4):
+                q = cell + steps[direction]
+                if walls[q] or q in boxes or q in came:
+                    continue
+                came[q] = (cell, direction)
+                if q == dst:
+                    path = []
+                    while q != src:
+                        q, d = came[q]
+                        path.append(d)
+                    return path[::-1]
+                nxt.append(q)
+        frontier = nxt
+    return None
+
+
+def reachable(walls: bytes, steps: tuple[int, ...], boxes: set[int], src: int) -> list[int]:
+    """Cells the player reaches from src without pushing, in BFS order."""
+    seen = {src}
+    order = [src]
+    for cell in order:
+        for step in steps:
+            q = cell + step
+            if not walls[q] and q not in boxes and q not in seen:
+                seen.add(q)
+                order.append(q)
+    return order

@@ -3,18 +3,19 @@
 One attempt:
 
 1. **Room.** A digger random-walks the interior and carves small masks of floor (single cell, pairs,
-   2×2, L), like gym-sokoban's topology, so rooms have corridors and open patches.
+   2×2, L), like gym-sokoban's topology, until at least ``MIN_FLOOR_FRACTION`` of the interior is floor.
 2. **Targets.** ``num_boxes`` distinct floor cells; the boxes start on them (the solved state).
 3. **Reverse play.** Moves are undone backwards from the solved state, so every state reached is solvable
    by construction, and the generator also *proves* it:
 
-   - *small state spaces* (``floor × C(floor − 1, boxes) ≤ REVERSE_BFS_MAX_STATES``, e.g. any 1-box room):
-     a breadth-first search over reversed moves (un-walks and pulls) from every solved state (the player
-     anywhere) labels each state with its exact move-optimal distance. A depth in
+   - *small state spaces* (``floor × C(floor − 1, boxes) ≤ REVERSE_BFS_MAX_STATES``: 1-box rooms up to
+     10×10, small 2-box rooms): a breadth-first search over reversed moves (un-walks and pulls) from every
+     solved state (the player anywhere) labels each state with its exact move-optimal distance. A depth in
      ``[max(difficulty, 1), max_moves]`` is drawn uniformly among those that exist and a state uniformly in
      that layer; the BFS parent pointers are its optimal solution.
-   - *larger ones*: a random sequence of pulls (the player walks anywhere it can reach, then pulls a box
-     one cell); the pushes in reverse order with shortest walks between them form a solution that is
+   - *larger ones*: the boxes are pulled one at a time, each pull taking a box one cell farther from every
+     target (the player first walks to the pulling side), until the summed push distance reaches the
+     difficulty. The pushes in reverse order with shortest walks between them form a solution that is
      replayed to check it. Where ``floor × C(floor − 1, boxes) ≤ EXACT_MAX_STATES`` (every 8×8 room with
      2 boxes) the A* solver then finds the optimum (its node budget is the state-space bound, so it always
      finishes); otherwise the level carries the verified length and a proven lower bound.
@@ -33,8 +34,18 @@ from __future__ import annotations
 
 from math import comb
 
-from ragen_envs.sokoban.board import OPPOSITE, Level, is_solution, lower_bound, offsets, push_distances
+from ragen_envs.sokoban.board import (
+    OPPOSITE,
+    Level,
+    is_solution,
+    lower_bound,
+    offsets,
+    push_distances,
+    reachable,
+    walk_path,
+)
 from ragen_envs.sokoban.config import SokobanConfig
+from ragen_envs.sokoban.render import parse_grid
 from ragen_envs.sokoban.solver import solve
 
 REVERSE_BFS_MAX_STATES = 6_000
@@ -169,44 +180,6 @@ def _reverse_bfs_level(
     return player, boxes, tuple(moves)
 
 
-def _walk(walls: bytes, steps: tuple[int, ...], boxes: set[int], src: int, dst: int) -> list[int] | None:
-    """Directions of a shortest walk from src to dst around the boxes (no pushes), or None."""
-    if src == dst:
-        return []
-    came = {src: (-1, -1)}
-    frontier = [src]
-    while frontier:
-        nxt = []
-        for cell in frontier:
-            for direction in range(4):
-                q = cell + steps[direction]
-                if walls[q] or q in boxes or q in came:
-                    continue
-                came[q] = (cell, direction)
-                if q == dst:
-                    path = []
-                    while q != src:
-                        q, d = came[q]
-                        path.append(d)
-                    return path[::-1]
-                nxt.append(q)
-        frontier = nxt
-    return None
-
-
-def _region(walls: bytes, steps: tuple[int, ...], boxes: set[int], src: int) -> list[int]:
-    """Cells the player reaches from src without pushing, in BFS order."""
-    seen = {src}
-    order = [src]
-    for cell in order:
-        for step in steps:
-            q = cell + step
-            if not walls[q] and q not in boxes and q not in seen:
-                seen.add(q)
-                order.append(q)
-    return order
-
-
 def _pull_walk_level(
     walls: bytes,
     cols: int,
@@ -251,7 +224,7 @@ def _pull_walk_level(
                         continue
                     if stand != player:
                         if reach is None:
-                            reach = set(_region(walls, steps, boxes, player))
+                            reach = set(reachable(walls, steps, boxes, player))
                         if stand not in reach:
                             continue
                     options.append(direction)
@@ -270,7 +243,7 @@ def _pull_walk_level(
             break
     if boxes == set(targets):
         return None
-    region = _region(walls, steps, boxes, player)
+    region = reachable(walls, steps, boxes, player)
     start = region[u.below(len(region))]
     start_boxes = tuple(sorted(boxes))
     # Forward: undo the pulls last-first; each is a push opposite to the pull, after a shortest walk.
@@ -278,7 +251,7 @@ def _pull_walk_level(
     player = start
     for b, direction in reversed(pulls):
         push_from = b + 2 * steps[direction]
-        walk = _walk(walls, steps, boxes, player, push_from)
+        walk = walk_path(walls, steps, boxes, player, push_from)
         if walk is None:  # cannot happen: the reverse walk came from there
             return None
         moves.extend(walk)
@@ -367,7 +340,7 @@ def _push_each(walls: bytes, cols: int, player: int, boxes: list[int], targets: 
     for box, target in zip(boxes, targets):
         direction = steps.index(target - box)
         behind = box - steps[direction]
-        moves.extend(_walk(walls, steps, box_set, player, behind) or [])
+        moves.extend(walk_path(walls, steps, box_set, player, behind) or [])
         moves.append(direction)
         box_set.discard(box)
         box_set.add(target)
@@ -403,30 +376,7 @@ def level_from_text(grid: str, *, max_nodes: int = EXACT_MAX_STATES) -> Level:
     Raises ``ValueError`` for an unknown symbol, ragged rows, an open border, not exactly one player, box and
     target counts that differ, or a level the solver proves unsolvable or cannot solve within ``max_nodes``.
     """
-    lines = [line.strip() for line in grid.strip().splitlines() if line.strip()]
-    if not lines or len({len(line) for line in lines}) != 1:
-        raise ValueError("level grid must be non-empty with rows of equal length")
-    rows, cols = len(lines), len(lines[0])
-    walls, targets, boxes, players = bytearray(rows * cols), [], [], []
-    for r, line in enumerate(lines):
-        for c, ch in enumerate(line):
-            i = r * cols + c
-            if ch not in "#_OX√PS":
-                raise ValueError(f"unknown symbol {ch!r} at ({r}, {c}); allowed: # _ O X √ P S")
-            walls[i] = ch == "#"
-            if ch in "O√S":
-                targets.append(i)
-            if ch in "X√":
-                boxes.append(i)
-            if ch in "PS":
-                players.append(i)
-            on_border = r in (0, rows - 1) or c in (0, cols - 1)
-            if on_border and ch != "#":
-                raise ValueError(f"the border must be wall, found {ch!r} at ({r}, {c})")
-    if len(players) != 1:
-        raise ValueError(f"level needs exactly one player (P or S), found {len(players)}")
-    if not boxes or len(boxes) != len(targets):
-        raise ValueError(f"level needs as many targets as boxes (at least one), found {len(boxes)} and {len(targets)}")
+    rows, cols, walls, targets, boxes, players = parse_grid(grid)
     walls = bytes(walls)
     result = solve(walls, cols, tuple(targets), players[0], tuple(boxes), max_nodes=max_nodes)
     if not result.solved:

@@ -72,3 +72,35 @@ def render_board(rows: int, cols: int, walls: bytes, targets, boxes, player: int
     return observation_text(
         observation_header(rows, cols, list(target_set)), box_coords, coordinate(player, cols), grid
     )
+
+
+def parse_grid(grid: str) -> tuple[int, int, bytearray, list[int], list[int], list[int]]:
+    """(rows, cols, walls, targets, boxes, players) of a grid drawn in the symbols above.
+
+    Raises ``ValueError`` for an unknown symbol, ragged rows or an open border.
+    """
+    lines = [line.strip() for line in grid.strip().splitlines() if line.strip()]
+    if not lines or len({len(line) for line in lines}) != 1:
+        raise ValueError("level grid must be non-empty with rows of equal length")
+    rows, cols = len(lines), len(lines[0])
+    walls, targets, boxes, players = bytearray(rows * cols), [], [], []
+    for r, line in enumerate(lines):
+        for c, ch in enumerate(line):
+            i = r * cols + c
+            if ch not in "#_OX√PS":
+                raise ValueError(f"unknown symbol {ch!r} at ({r}, {c}); allowed: # _ O X √ P S")
+            walls[i] = ch == "#"
+            if ch in "O√S":
+                targets.append(i)
+            if ch in "X√":
+                boxes.append(i)
+            if ch in "PS":
+                players.append(i)
+            on_border = r in (0, rows - 1) or c in (0, cols - 1)
+            if on_border and ch != "#":
+                raise ValueError(f"the border must be wall, found {ch!r} at ({r}, {c})")
+    if len(players) != 1:
+        raise ValueError(f"level needs exactly one player (P or S), found {len(players)}")
+    if not boxes or len(boxes) != len(targets):
+        raise ValueError(f"level needs as many targets as boxes (at least one), found {len(boxes)} and {len(targets)}")
+    return rows, cols, walls, targets, boxes, players
