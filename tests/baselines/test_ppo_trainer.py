@@ -199,3 +199,9 @@ def test_harness_train_cli(tiny_model_dir, tmp_path, capsys):
     assert main(["train", "--model", tiny_model_dir, "--advantage", "a3c", "--out-dir", str(out)]) == 2
     assert "advantage must be one of" in capsys.readouterr().err
     assert main(["train", "no-such-preset", "--model", tiny_model_dir]) == 2
+
+
+def test_tensorboard_events_are_written(tiny_model_dir, tmp_path):
+    pytest.importorskip("tensorboard")
+    Trainer(small_config(tiny_model_dir, tmp_path, iterations=1, tensorboard=True)).train(resume=False)
+    assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
