@@ -66,21 +66,18 @@ _DC = (0, 0, -1, 1)
 class _Uniforms:
     """Floats in [0, 1) from a numpy Generator, drawn 256 at a time (one call per block, not per draw)."""
 
-    __slots__ = ("_rng", "_block", "_next")
+    __slots__ = ("_rng", "_values")
 
     def __init__(self, rng) -> None:
         self._rng = rng
-        self._block: list[float] = []
-        self._next = 0
+        self._values = iter(())
 
     def below(self, n: int) -> int:
         """A uniform integer in [0, n)."""
-        if self._next == len(self._block):
-            self._block = self._rng.random(256).tolist()
-            self._next = 0
-        value = self._block[self._next]
-        self._next += 1
-        return int(value * n)
+        for value in self._values:  # at most one iteration: the cheapest way to take the next float
+            return int(value * n)
+        self._values = iter(self._rng.random(256).tolist())
+        return int(next(self._values) * n)
 
 
 def carve_room(rows: int, cols: int, u: _Uniforms) -> bytearray:

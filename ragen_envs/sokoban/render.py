@@ -79,6 +79,8 @@ def parse_grid(grid: str) -> tuple[int, int, bytearray, list[int], list[int], li
 
     Raises ``ValueError`` for an unknown symbol, ragged rows or an open border.
     """
+    if not isinstance(grid, str):
+        raise ValueError(f"a level must be a grid string in the symbols # _ O X √ P S, got {type(grid).__name__}")
     lines = [line.strip() for line in grid.strip().splitlines() if line.strip()]
     if not lines or len({len(line) for line in lines}) != 1:
         raise ValueError("level grid must be non-empty with rows of equal length")

@@ -311,6 +311,8 @@ def test_level_from_text_rejects_bad_maps():
         level_from_text("#####\n#X_P#\n#O__#\n#####")
     with pytest.raises(ValueError, match="border"):
         level_from_text("#####\n_PXO#\n#####")
+    with pytest.raises(ValueError, match="must be a grid string"):
+        gym.make("ragen/Sokoban-v0").reset(options={"level": 42})
 
 
 # ---- bad kwargs ----------------------------------------------------------------------------------------------
