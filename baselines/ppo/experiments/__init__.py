@@ -1,0 +1,1 @@
+"""Small, reproducible experiments with the reference learner."""
