@@ -127,11 +127,17 @@ def build_in_fresh_process(tier: str) -> dict:
     return {"build s": seconds, "peak RSS MiB": rss, "index MiB": disk}
 
 
-def cold_start(tier: str) -> tuple[float, float]:
-    """(wall, CPU) seconds of a fresh interpreter → ``gym.make`` → first observation, index cached; median of 3."""
+def cold_start(tier: str, first_search: bool = False) -> tuple[float, float]:
+    """(wall, CPU) seconds of a fresh interpreter → ``gym.make`` → first observation, index cached; median of 3.
+
+    With ``first_search``, up to the first results page: the index is opened lazily, at the first search.
+    """
+    import resource
+
     search_index(tier)  # make sure the cache exists
     code = f"import gymnasium as gym, ragen_envs\nenv = gym.make('ragen/WebShop-v0', tier={tier!r}); env.reset(seed=0)"
-    import resource
+    if first_search:
+        code += "\nenv.step(env.unwrapped.oracle_response())"
 
     walls, cpus = [], []
     for _ in range(3):
@@ -244,9 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     if "10k" in tiers:
         wall, cpu = cold_start("10k")
-        print(
-            f"[cold start 10k] {wall:.2f} s wall, {cpu:.2f} s CPU (interpreter start → first observation, index cached)"
-        )
+        print(f"[cold start 10k] {wall:.2f} s wall, {cpu:.2f} s CPU (interpreter start → first observation)")
+        wall, cpu = cold_start("10k", first_search=True)
+        print(f"[cold start 10k] {wall:.2f} s wall, {cpu:.2f} s CPU (interpreter start → first search results)")
     print(f"targets: {TARGETS}; load average at end: {os.getloadavg()}")
     return 0
 

@@ -73,6 +73,7 @@ class ShopServer:
         if not allow_remote and not _is_loopback(host):
             raise ValueError(f"host {host!r} is not a loopback address; pass allow_remote=True (--allow-remote)")
         self.shop = shop_for(tier)
+        self.shop.index  # open the index now, not on the first visitor's search  # noqa: B018
         self.tier = tier
         self.max_sessions = max_sessions
         self.idle_timeout = float(idle_timeout)

@@ -40,9 +40,13 @@ class Shop:
         check_tier(tier)
         self.tier = tier
         self.catalogue = Catalogue(tier)
-        self.index: SearchIndex = search_index(tier)
         self._cache: OrderedDict[str, tuple[int, ...]] = OrderedDict()
         self._lock = threading.Lock()
+
+    @property
+    def index(self) -> SearchIndex:
+        """The tier's search index, opened (or built) on first use: a reset does not need it."""
+        return search_index(self.tier)
 
     def task(self, task_id: int) -> Task:
         return _task(self.tier, task_id)

@@ -218,6 +218,18 @@ def test_session_limit_and_idle_reaper():
         _new_session(small)
 
 
+def test_the_reaper_thread_drops_idle_sessions_on_its_own():
+    import time
+
+    with ShopServer("1k", idle_timeout=0.2) as quick:
+        session = _new_session(quick)
+        deadline = time.monotonic() + 10
+        while _get(quick, "GET", "/api/info") and json.loads(_get(quick, "GET", "/api/info")[1])["sessions"]:
+            assert time.monotonic() < deadline, "the reaper never ran"
+            time.sleep(0.1)
+        assert _get(quick, "GET", session + "/")[0] == 404
+
+
 def test_server_refuses_a_non_loopback_host_unless_allowed():
     with pytest.raises(ValueError, match="not a loopback address"):
         ShopServer("1k", host="0.0.0.0")
