@@ -109,6 +109,7 @@ def _meta(tier: str) -> dict:
         "tier": tier,
         "catalogue_version": CATALOGUE_VERSION,
         "search_version": SEARCH_VERSION,
+        "bm25s_version": _bm25s().__version__,  # another bm25s may save (or score) differently: rebuild
         "count": check_tier(tier),
     }
 
