@@ -41,6 +41,11 @@ Terminated (``success`` True) when all boxes are on targets; truncated after ``m
 Reset info: ``optimal_moves`` (None where not computed), ``solution_moves`` (length of the verified
 solution the oracle follows), ``lower_bound_moves``, ``difficulty_met`` (False only for a fallback level).
 
+## Oracle
+``oracle_response()`` describes the board (player, boxes off target, free targets) and answers the next
+``max_actions_per_turn`` moves of a move-optimal plan: the level's own where it is exact, otherwise one A*
+search (≤ ``ORACLE_MAX_NODES``) replaces the verified plan, and it re-plans whenever the agent left the plan.
+
 ## Version History
 - v0: initial release.
 """
@@ -148,6 +153,7 @@ class SokobanEnv(TextEnv):
         self._plan_pos = 0
         self._on_plan = True
         self._plan_optimal = level.optimal
+        self._optimal_tried = False
         self._observation = ""  # cached text of the current state; "" after any change
 
     def _reset_info(self) -> dict[str, Any]:
@@ -241,14 +247,17 @@ class SokobanEnv(TextEnv):
     def _oracle(self) -> tuple[str, str]:
         level = self.level
         cols = level.cols
-        if not self._on_plan:
+        # Re-plan when the agent left the plan, and once to replace a verified (non-optimal) plan by an
+        # optimal one where the search fits in ORACLE_MAX_NODES (it usually does up to 10×10/3 boxes).
+        if not self._on_plan or not (self._plan_optimal or self._optimal_tried):
+            self._optimal_tried = True
             result = solve(
                 level.walls, cols, level.targets, self.player, tuple(sorted(self.boxes)), max_nodes=ORACLE_MAX_NODES
             )
             if result.solved:
                 self._plan, self._plan_pos, self._on_plan = result.moves, 0, True
                 self._plan_optimal = True
-            else:
+            elif not self._on_plan:
                 why = "no sequence of moves can solve it" if result.status == "unsolvable" else "no solution found"
                 return f"The boxes are stuck: {why}. I try a move anyway.", ACTIONS[0]
         remaining = self._plan[self._plan_pos :]

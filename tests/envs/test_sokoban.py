@@ -302,6 +302,21 @@ def test_oracle_reasoning_talks_about_the_board():
     assert f"I am at {player}" in response and f"takes {info['optimal_moves']} moves" in response
 
 
+def test_oracle_plays_optimally_where_the_level_has_only_a_verified_solution():
+    env = gym.make("ragen/Sokoban-10x10-v0").unwrapped
+    obs, info = env.reset(seed=3)
+    optimum = bfs_moves(parse_observation(obs))
+    assert info["optimal_moves"] is None and info["lower_bound_moves"] <= optimum < info["solution_moves"]
+    assert f"An optimal solution from here takes {optimum} moves" in env.oracle_response()
+    moves, done = 0, False
+    while not done:
+        response = env.oracle_response()
+        _, _, terminated, truncated, info = env.step(response)
+        moves += len(info["parsed_actions"])
+        done = terminated or truncated
+    assert info["success"] and moves == optimum
+
+
 def test_level_from_text_rejects_bad_maps():
     with pytest.raises(ValueError, match="unknown symbol"):
         level_from_text("#####\n#P?O#\n#####")
