@@ -33,8 +33,9 @@ Terminated when every hidden test passes (``success``). Truncated after ``max_tu
 
 ## Arguments
 ``num_hidden_tests`` (8), ``families`` (None: all; or a tuple of family names), ``per_test_s`` (2.0 s per
-test), ``memory_mb`` (256, whole sandbox), ``backend`` ("auto": bubblewrap, else Docker, else an error that
-says what to install; "unsafe-subprocess" needs ``allow_unsafe=True``), ``max_feedback_chars`` (1500),
+test), ``memory_mb`` (256, whole sandbox), ``backend`` ("auto-pool": the warm pool of bubblewrap sandboxes,
+else Docker, else an error that says what to install; "bwrap" for a fresh sandbox per answer, "docker";
+"unsafe-subprocess" needs ``allow_unsafe=True``), ``max_feedback_chars`` (1500),
 ``max_turns`` (3), ``format_penalty`` (-0.1), ``response_format`` ("think").
 
 ## Version History
@@ -66,7 +67,7 @@ class CodeExecConfig:
     """Family names to draw from (None: all of them)."""
     per_test_s: float = 2.0
     memory_mb: int = 256
-    backend: str = "auto"
+    backend: str = "auto-pool"
     allow_unsafe: bool = False
     max_feedback_chars: int = 1500
 
@@ -115,7 +116,7 @@ class CodeExecEnv(TextEnv):
         families: tuple[str, ...] | list[str] | None = None,
         per_test_s: float = 2.0,
         memory_mb: int = 256,
-        backend: str = "auto",
+        backend: str = "auto-pool",
         allow_unsafe: bool = False,
         max_feedback_chars: int = 1500,
         max_turns: int = 3,

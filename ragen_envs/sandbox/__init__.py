@@ -17,6 +17,7 @@ isolation and is used only when asked for by name with ``allow_unsafe=True``; it
 from __future__ import annotations
 
 import difflib
+import os
 import threading
 
 from ragen_envs.sandbox.base import VIOLATIONS, Backend, Limits, Result, SandboxUnavailable
@@ -63,7 +64,7 @@ def _backend_class(name: str) -> type[Backend]:
         return UnsafeSubprocessBackend
     hint = difflib.get_close_matches(str(name), BACKENDS, n=1)
     did_you_mean = f" Did you mean {hint[0]!r}?" if hint else ""
-    raise ValueError(f"backend must be one of {('auto', *BACKENDS)}, got {name!r}.{did_you_mean}")
+    raise ValueError(f"backend must be one of {('auto', 'auto-pool', *BACKENDS)}, got {name!r}.{did_you_mean}")
 
 
 def available_backends() -> list[str]:
@@ -72,7 +73,13 @@ def available_backends() -> list[str]:
 
 
 def get_backend(name: str = "auto", *, allow_unsafe: bool = False) -> Backend:
-    """A (shared, cached) backend by name; ``"auto"`` is the best available secure one."""
+    """A (shared per process, cached) backend by name.
+
+    ``"auto"`` is the best available secure backend (bwrap, else docker); ``"auto-pool"`` is the warm pool
+    when bubblewrap works, else the same as ``"auto"``.
+    """
+    if name == "auto-pool":
+        name = "pool" if _backend_class("pool").available() else "auto"
     if name == "auto":
         found = available_backends()
         if not found:
@@ -85,13 +92,15 @@ def get_backend(name: str = "auto", *, allow_unsafe: bool = False) -> Backend:
                 f"backend {name!r} runs code on the host with no isolation; pass allow_unsafe=True to use it anyway"
             )
         with _cache_lock:
-            return _cache.setdefault(name, cls(i_understand_this_is_unsafe=True))
+            return _cache.setdefault(f"{name}@{os.getpid()}", cls(i_understand_this_is_unsafe=True))
     if not cls.available():
         raise SandboxUnavailable(f"the {name!r} backend is not available here; " + INSTALL_HINT)
+    # Keyed by process: a forked worker must not share its parent's pool sockets or docker client.
+    key = f"{name}@{os.getpid()}"
     with _cache_lock:
-        if name not in _cache:
-            _cache[name] = cls()
-        return _cache[name]
+        if key not in _cache:
+            _cache[key] = cls()
+        return _cache[key]
 
 
 def run(

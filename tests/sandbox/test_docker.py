@@ -163,9 +163,9 @@ def test_codeexec_runs_on_docker(daemon, monkeypatch):
     from ragen_envs.code.env import CodeExecEnv
 
     monkeypatch.setenv("DOCKER_HOST", daemon[0])
-    sandbox._cache.pop("docker", None)
+    sandbox._cache.pop(f"docker@{os.getpid()}", None)
     env = CodeExecEnv(backend="docker")
     env.reset(seed=2)
     *_, info = env.step(env.oracle_response())
     assert info["success"] and info["sandbox_backend"] == "docker"
-    sandbox._cache.pop("docker", None)
+    sandbox._cache.pop(f"docker@{os.getpid()}", None)

@@ -50,14 +50,16 @@ def leftover_cgroups() -> list[str]:
 def host_unchanged(tmp_path_factory):
     marker = Path("/tmp") / f"ragen-escape-{os.getpid()}"
     before = set(os.listdir("/tmp"))
+    already = set(sandbox_uid_processes())  # e.g. warm-pool sandboxes other tests left running on purpose
+    groups = set(leftover_cgroups())
     yield
     deadline = time.monotonic() + 30  # generous: a loaded machine tears pid namespaces down slowly
-    while sandbox_uid_processes() and time.monotonic() < deadline:
+    while set(sandbox_uid_processes()) - already and time.monotonic() < deadline:
         time.sleep(0.05)  # killed processes are reaped asynchronously
-    assert sandbox_uid_processes() == []
-    while leftover_cgroups() and time.monotonic() < deadline:
+    assert set(sandbox_uid_processes()) - already == set()
+    while set(leftover_cgroups()) - groups and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert leftover_cgroups() == []
+    assert set(leftover_cgroups()) - groups == set()
     assert not marker.exists()
     assert {n for n in set(os.listdir("/tmp")) - before if "escape" in n} == set()
     after = run("print('still works')", sandbox.Limits(wall_s=10))
