@@ -55,16 +55,30 @@ def jsonable(value: Any) -> Any:
         return value
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return [jsonable(v) for v in sorted(value, key=repr)]
     if hasattr(value, "tolist"):  # numpy scalars and arrays
         return jsonable(value.tolist())
     return repr(value)
 
 
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    return repr(value)
+
+
 def dumps_line(record: dict[str, Any]) -> str:
-    """One episodes.jsonl line (with its newline)."""
-    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+    """One episodes.jsonl line (with its newline); anything JSON cannot hold goes through :func:`jsonable`."""
+    try:  # fast path: plain data (the common case) is encoded as is
+        text = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default)
+    except (ValueError, TypeError):  # NaN/inf somewhere, or non-string keys
+        text = json.dumps(jsonable(record), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return text + "\n"
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:

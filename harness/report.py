@@ -201,7 +201,7 @@ def plot_success(summary: dict[str, Any], path: Path) -> None:
 
     envs = list(dict.fromkeys(r["env_id"] for r in summary["rows"]))
     agents = list(dict.fromkeys(r["agent"] for r in summary["rows"]))
-    fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(envs) * max(1, len(agents)) / 2 + 2), 3.6))
+    fig, ax = plt.subplots(figsize=(min(12, max(5, 0.5 * len(envs) * max(1, len(agents)) + 2)), 3.8))
     width = 0.8 / max(len(agents), 1)
     for a, agent in enumerate(agents):
         heights, errors = [], []
@@ -221,34 +221,42 @@ def plot_success(summary: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def plot_mi_entropy(points: Sequence[tuple[str, float, float]], path: Path, title: str) -> None:
-    """Scatter of MI estimate vs reasoning entropy H(Z): template collapse sits bottom right."""
+def plot_mi_entropy(points: Sequence[tuple[str, str, float, float]], path: Path, title: str) -> None:
+    """Scatter of MI estimate vs reasoning entropy H(Z), one colour per agent: template collapse sits bottom right.
+
+    ``points`` are (agent, env label, entropy, MI).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4.2))
-    for label, entropy, mi in points:
-        ax.scatter([entropy], [mi], s=30)
-        ax.annotate(label, (entropy, mi), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    agents = list(dict.fromkeys(p[0] for p in points))
+    for agent in agents:
+        mine = [p for p in points if p[0] == agent]
+        ax.scatter([p[2] for p in mine], [p[3] for p in mine], s=28, label=agent, alpha=0.8)
+        for _, env, entropy, mi in mine:
+            ax.annotate(env, (entropy, mi), fontsize=6, xytext=(3, 2), textcoords="offset points", alpha=0.7)
     ax.axhline(0.0, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("reasoning entropy estimate H(Z) (nats/token)")
     ax.set_ylabel("MI estimate I(X;Z) (nats/token)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title + "\n(high H(Z) with MI ≈ 0 = template collapse)", fontsize=9)
+    ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def mi_points(summary: dict[str, Any], prefix: str = "") -> list[tuple[str, float, float]]:
+def mi_points(summary: dict[str, Any], prefix: str = "") -> list[tuple[str, str, float, float]]:
+    """(agent, env, H(Z), MI) per row, trajectory scheme first, first-turn when that is unavailable."""
     points = []
     for row in summary["rows"]:
         for scheme in ("trajectory", "first_turn"):
             mi = value(row, f"{scheme}/mi_estimate")
             entropy = value(row, f"{scheme}/reasoning_entropy_estimate")
             if mi is not None and entropy is not None and math.isfinite(entropy):
-                points.append((f"{prefix}{row['agent']} @ {row['env_id'].removeprefix('ragen/')}", entropy, mi))
+                points.append((f"{prefix}{row['agent']}", row["env_id"].removeprefix("ragen/"), entropy, mi))
                 break
     return points
 

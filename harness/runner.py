@@ -35,7 +35,6 @@ from harness.records import (
     EpisodeWriter,
     dumps_line,
     episode_key,
-    jsonable,
     read_episodes,
     write_json_atomic,
 )
@@ -109,12 +108,25 @@ class EnvPool:
 
 
 class _Episode:
-    __slots__ = ("job", "env", "prefill", "system", "exchanges", "current", "record", "turn")
+    __slots__ = (
+        "job",
+        "env",
+        "handle",
+        "response_format",
+        "prefill",
+        "system",
+        "exchanges",
+        "current",
+        "record",
+        "turn",
+    )
 
     def __init__(self, job: Job, env: Any, kwargs: dict[str, Any]) -> None:
         observation, info = env.reset(seed=job.seed)
         self.job, self.env, self.turn = job, env, 1
-        self.prefill = prefill_for(env.unwrapped.response_format)
+        self.handle = EnvHandle(env.unwrapped)  # the side channel reads the live env, so one handle serves every turn
+        self.response_format = env.unwrapped.response_format
+        self.prefill = prefill_for(self.response_format)
         self.system = {"role": "system", "content": info["instructions"]}
         self.exchanges: list[tuple[dict, dict]] = []
         self.current = user_message(1, observation, None)
@@ -126,7 +138,7 @@ class _Episode:
             "sample": job.sample,
             "instructions": info["instructions"],
             "initial_observation": observation,
-            "reset_info": jsonable({k: v for k, v in info.items() if k != "instructions"}),
+            "reset_info": {k: v for k, v in info.items() if k != "instructions"},
             "turns": [],
         }
 
@@ -138,9 +150,7 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
     while active:
         requests = []
         for ep in active:
-            context = build_context(
-                ep.system, ep.exchanges, ep.current, ep.prefill, config.context_turns, EnvHandle(ep.env.unwrapped)
-            )
+            context = build_context(ep.system, ep.exchanges, ep.current, ep.prefill, config.context_turns, ep.handle)
             seed = response_seed(config.seed, ep.job.env_id, ep.job.seed, ep.job.sample, ep.turn)
             requests.append(Request(context, seed))
         generations = agent.generate(requests)
@@ -158,12 +168,12 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
                     "prompt": list(request.context.messages),
                     "prefill": ep.prefill,
                     "response": response,
-                    "reasoning": reasoning_of(response, ep.env.unwrapped.response_format),
+                    "reasoning": reasoning_of(response, ep.response_format),
                     "observation": observation,
                     "reward": float(reward),
                     "terminated": bool(terminated),
                     "truncated": bool(truncated),
-                    "info": jsonable(info),
+                    "info": info,  # made JSON-safe when the line is written (records.dumps_line)
                     "tokens": gen.num_tokens,
                     "entropy_sum": None if entropies is None else float(sum(entropies)),
                     "logprob_sum": None if logprobs is None else float(sum(logprobs)),

@@ -1,0 +1,258 @@
+"""Harness costs: overhead per step over the raw env step, 2 workers vs 1, MI family vs rollout time.
+
+Two ways to run it (neither is part of the test command):
+
+    python -m pytest benchmarks/bench_harness.py --benchmark-only   # pytest-benchmark tables
+    python benchmarks/bench_harness.py --rounds 5                    # side by side, with ratios
+
+The second form interleaves the contenders round by round on the same (shared) CPU and prints medians and
+ratios. Workloads:
+
+- **overhead**: the oracle agent through the harness (context building, seeded request, ``generate``,
+  ``step``, the turn record, the JSON line written to a file) against a bare loop that calls
+  ``env.step(env.unwrapped.oracle_response())`` on the same ``gym.make`` env and seeds; per step.
+- **workers**: ``harness.runner.run`` of ``random`` + ``oracle`` on ``ragen/Sokoban-10x10-v0`` (level
+  generation and 20-turn random episodes keep the CPU busy) with ``--workers 1`` and ``--workers 2``; MI off
+  (it runs in the parent after the rollouts), no plots; spawn start-up included.
+- **mi**: a causal LM (the shipped tiny model when ``baselines/tiny/model`` loads, otherwise a randomly
+  initialised Llama of the same shape with a byte-level BPE tokenizer built here) rolls out 64 Bandit
+  episodes; the MI family (both schemes, 64 pairs each) is timed against that rollout, and the KV-cache
+  ``score_matrix`` against one full forward per (prompt, reasoning) pair on an 8 × 8 block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import ragen_envs  # noqa: F401  (registers the ids)
+from harness.agents import make_agent
+from harness.config import EnvPlan, RunConfig
+from harness.records import EpisodeWriter, dumps_line
+from harness.runner import EnvPool, Job, rollout_chunk, run
+
+OVERHEAD_ENVS = ("ragen/Bandit-v0", "ragen/FrozenLake-v0", "ragen/Sokoban-v0", "ragen/Sokoban-8x8-v0")
+OVERHEAD_EPISODES = 200
+
+
+# ---- overhead ---------------------------------------------------------------------------------------------------
+def raw_loop(env_id: str, episodes: int) -> int:
+    """The bare env loop with oracle responses; returns the number of steps."""
+    env = gym.make(env_id)
+    steps = 0
+    for seed in range(episodes):
+        env.reset(seed=seed)
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(env.unwrapped.oracle_response())
+            done = terminated or truncated
+            steps += 1
+    return steps
+
+
+_STATE: dict[tuple[str, int], tuple] = {}
+
+
+def _harness_state(env_id: str, episodes: int) -> tuple:
+    """Config, agent and env pool, kept across calls as a run keeps them across chunks (steady state)."""
+    key = (env_id, episodes)
+    if key not in _STATE:
+        config = RunConfig(agents=("oracle",), envs=(EnvPlan(env_id, episodes, 1),), mi_samples=0)
+        _STATE[key] = (config, make_agent("oracle"), EnvPool(config))
+    return _STATE[key]
+
+
+def harness_loop(env_id: str, episodes: int, path: Path | None) -> int:
+    """The same episodes through the harness's rollout and records, written to ``path`` (JSON encoding and a
+    flushed write per episode) unless it is None; returns the number of steps."""
+    config, agent, pool = _harness_state(env_id, episodes)
+    jobs = [Job("oracle", env_id, seed, 0) for seed in range(episodes)]
+    steps = 0
+    if path is None:
+        for start in range(0, len(jobs), config.batch_size):
+            for record in rollout_chunk(agent, config, jobs[start : start + config.batch_size], pool):
+                steps += len(record["turns"])
+        return steps
+    path.unlink(missing_ok=True)
+    with EpisodeWriter(path, 0) as writer:
+        for start in range(0, len(jobs), config.batch_size):
+            for record in rollout_chunk(agent, config, jobs[start : start + config.batch_size], pool):
+                writer.write_line(dumps_line(record))
+                steps += len(record["turns"])
+    return steps
+
+
+@pytest.mark.parametrize("env_id", OVERHEAD_ENVS)
+def test_raw_env_steps(benchmark, env_id):
+    benchmark.extra_info["steps"] = raw_loop(env_id, 20)
+    benchmark.pedantic(raw_loop, args=(env_id, OVERHEAD_EPISODES), rounds=3, iterations=1)
+
+
+@pytest.mark.parametrize("env_id", OVERHEAD_ENVS)
+def test_harness_steps(benchmark, env_id, tmp_path):
+    benchmark.extra_info["steps"] = harness_loop(env_id, 20, tmp_path / "e.jsonl")
+    benchmark.pedantic(harness_loop, args=(env_id, OVERHEAD_EPISODES, tmp_path / "e.jsonl"), rounds=3, iterations=1)
+
+
+# ---- workers ----------------------------------------------------------------------------------------------------
+def workers_config(seeds: int = 24) -> RunConfig:
+    plan = EnvPlan("ragen/Sokoban-10x10-v0", seeds, 4)
+    return RunConfig(agents=("random", "oracle"), envs=(plan,), mi_samples=0, batch_size=8)
+
+
+def run_workers(workers: int, seeds: int = 24) -> float:
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        run(workers_config(seeds), out, run_id="w", workers=workers, progress=False, plots=False)
+        return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_workers(benchmark, workers):
+    benchmark.pedantic(run_workers, args=(workers,), rounds=2, iterations=1)
+
+
+# ---- MI cost ----------------------------------------------------------------------------------------------------
+def lm_agent():
+    """The shipped tiny model if it loads, else a same-shape random Llama with a tokenizer built here."""
+    from harness.agents import AgentOptions
+
+    options = AgentOptions(max_new_tokens=64, device="cpu", batch_size=16, temperature=1.0)
+    try:
+        from baselines.tiny import MODEL_DIR
+
+        return make_agent(f"hf:{MODEL_DIR}", options), "shipped tiny model"
+    except Exception:  # not trained/shipped yet: build one of the same shape
+        pass
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from harness.agents.hf import HFAgent
+
+    env = gym.make("ragen/Bandit-v0")
+    corpus = []
+    for seed in range(50):
+        obs, info = env.reset(seed=seed)
+        corpus += [obs, info["instructions"], env.unwrapped.oracle_response()]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=2048, special_tokens=["<pad>", "<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(corpus, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
+    fast.chat_template = (
+        "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(fast), hidden_size=256, intermediate_size=704, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=4, max_position_embeddings=4096, pad_token_id=0, eos_token_id=1, tie_word_embeddings=True,
+    )  # fmt: skip
+    agent = HFAgent(LlamaForCausalLM(config).eval(), fast, options)
+    agent.spec = "hf:random-init"
+    return agent, "random-init Llama (tiny shape)"
+
+
+def mi_costs(agent, episodes: int = 16, samples: int = 4) -> dict[str, float]:
+    """Seconds for the rollout, the MI family (both schemes), and per-pair cost of cached vs naive scoring."""
+    import numpy as np
+    import torch
+
+    from harness.mi import collapse_for, first_turn_pairs
+
+    config = RunConfig(agents=(agent.spec,), envs=(EnvPlan("ragen/Bandit-v0", episodes, samples),), batch_size=16)
+    pool = EnvPool(config)
+    jobs = [Job(agent.spec, "ragen/Bandit-v0", s, k) for s in range(episodes) for k in range(samples)]
+    start = time.perf_counter()
+    records = [r for i in range(0, len(jobs), 16) for r in rollout_chunk(agent, config, jobs[i : i + 16], pool)]
+    rollout = time.perf_counter() - start
+    # a random-init model rarely closes </think>: give every first turn a reasoning so the batch is full size
+    for r in records:
+        for t in r["turns"]:
+            t["reasoning"] = t["reasoning"] or t["response"].removeprefix("<think>")[:200] or "empty"
+    start = time.perf_counter()
+    collapse_for(agent, records, 0, 64)
+    mi = time.perf_counter() - start
+    pairs = first_turn_pairs(records, np.random.default_rng(0), 8)
+    contexts, texts = pairs.contexts[:8], pairs.texts[:8]
+    start = time.perf_counter()
+    agent.score_matrix(contexts, texts)
+    cached = (time.perf_counter() - start) / (len(contexts) * len(texts))
+    tokenizer = agent.tokenizer
+    start = time.perf_counter()
+    with torch.inference_mode():
+        for ctx in contexts:
+            prompt = tokenizer.apply_chat_template(list(ctx.messages), tokenize=False, add_generation_prompt=True)
+            for text in texts:
+                ids = tokenizer(prompt + ctx.prefill + text, add_special_tokens=False)["input_ids"]
+                agent.model(input_ids=torch.tensor([ids]))
+    naive = (time.perf_counter() - start) / (len(contexts) * len(texts))
+    return {"rollout_s": rollout, "mi_s": mi, "cached_pair_ms": 1e3 * cached, "naive_pair_ms": 1e3 * naive}
+
+
+def test_mi_cost(benchmark):
+    pytest.importorskip("transformers")
+    agent, _ = lm_agent()
+    result = benchmark.pedantic(mi_costs, args=(agent,), rounds=1, iterations=1)
+    benchmark.extra_info.update(result)
+
+
+# ---- side by side -----------------------------------------------------------------------------------------------
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--skip", nargs="*", default=[], choices=["overhead", "workers", "mi"])
+    args = parser.parse_args()
+    if "overhead" not in args.skip:
+        print(
+            "overhead per step (oracle agent), median CPU µs/step over rounds (rollout only / with the written record):"
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            for env_id in OVERHEAD_ENVS:
+                episodes = OVERHEAD_EPISODES
+                raw, bare, ours = [], [], []
+                for _ in range(args.rounds):
+                    t = time.process_time()
+                    steps = raw_loop(env_id, episodes)
+                    raw.append((time.process_time() - t) / steps * 1e6)
+                    t = time.process_time()
+                    harness_loop(env_id, episodes, None)
+                    bare.append((time.process_time() - t) / steps * 1e6)
+                    t = time.process_time()
+                    assert harness_loop(env_id, episodes, Path(tmp) / "e.jsonl") == steps
+                    ours.append((time.process_time() - t) / steps * 1e6)
+                r, b, h = statistics.median(raw), statistics.median(bare), statistics.median(ours)
+                print(
+                    f"  {env_id:24} raw {r:8.1f}  harness rollout {b:8.1f} ({100 * (b / r - 1):+6.1f}%)  "
+                    f"with record {h:8.1f} ({100 * (h / r - 1):+6.1f}%)"
+                )
+    if "workers" not in args.skip:
+        one, two = [], []
+        for _ in range(max(1, args.rounds // 2)):
+            one.append(run_workers(1))
+            two.append(run_workers(2))
+        a, b = statistics.median(one), statistics.median(two)
+        print(f"workers (Sokoban-10x10, 192 episodes): 1 worker {a:.2f} s, 2 workers {b:.2f} s, speed-up {a / b:.2f}x")
+    if "mi" not in args.skip:
+        agent, what = lm_agent()
+        costs = mi_costs(agent)
+        print(
+            f"MI with {what}: rollout of 64 Bandit episodes {costs['rollout_s']:.2f} s, MI family (2 schemes x 64 pairs) "
+            f"{costs['mi_s']:.2f} s = {100 * costs['mi_s'] / costs['rollout_s']:.1f}% of the rollout; per scored pair "
+            f"{costs['cached_pair_ms']:.2f} ms with the prompt's KV cache vs {costs['naive_pair_ms']:.2f} ms with a "
+            f"full forward ({costs['naive_pair_ms'] / costs['cached_pair_ms']:.1f}x)"
+        )
+
+
+if __name__ == "__main__":
+    main()
