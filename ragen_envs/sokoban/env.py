@@ -32,7 +32,7 @@ Terminated (``success`` True) when all boxes are on targets; truncated after ``m
 
 ## Arguments
 ``room_size`` (6, or a ``(rows, cols)`` pair; walls included; ≥ 4 per side), ``num_boxes`` (1),
-``difficulty`` (3: minimum optimal moves), ``max_turns`` (5), ``max_actions_per_turn`` (2),
+``difficulty`` (minimum optimal moves; default 3, or the action budget if that is smaller), ``max_turns`` (5), ``max_actions_per_turn`` (2),
 ``max_attempts`` (200 rooms before the generator falls back to its hardest verified level),
 ``format_penalty`` (−0.1), ``response_format`` ("think").
 
@@ -106,7 +106,7 @@ class SokobanEnv(TextEnv):
         *,
         room_size: int | tuple[int, int] = 6,
         num_boxes: int = 1,
-        difficulty: int = 3,
+        difficulty: int | None = None,
         max_turns: int = 5,
         max_actions_per_turn: int = 2,
         max_attempts: int = 200,
@@ -126,7 +126,7 @@ class SokobanEnv(TextEnv):
             rows=rows,
             cols=cols,
             num_boxes=num_boxes,
-            difficulty=difficulty,
+            difficulty=min(3, max_turns * max_actions_per_turn) if difficulty is None else difficulty,
             max_moves=max_turns * max_actions_per_turn,
             max_attempts=max_attempts,
         )

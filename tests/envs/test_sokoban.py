@@ -352,6 +352,12 @@ def test_bad_kwargs_raise_value_error_naming_the_field(kwargs, message):
         gym.make("ragen/Sokoban-v0", **kwargs)
 
 
+def test_default_difficulty_fits_a_small_action_budget():
+    env = gym.make("ragen/Sokoban-v0", max_turns=1, max_actions_per_turn=2)
+    _, info = env.reset(seed=0)
+    assert env.unwrapped.config.difficulty == 2 and info["optimal_moves"] == 2
+
+
 def test_push_distances_mark_dead_corners():
     level = level_from_text("######\n#P___#\n#_XO_#\n######")
     pushes = push_distances(level.walls, level.cols, level.targets)
