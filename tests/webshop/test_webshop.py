@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -271,3 +273,43 @@ def test_canonical_query():
     assert canonical_query("  Hiking-JACKET, Navy!! ") == "hiking jacket navy"
     assert canonical_query("\u212a") == "k"  # Kelvin sign lowercases to ASCII k: both transports agree
     assert len(canonical_query("ab " * 10_000)) <= 500
+
+
+# ---- golden: the leaderboard replays recorded episodes, so the catalogue, tasks and search must not drift -----
+GOLDEN_FIRST_OBSERVATION = (
+    "WebShop [SEP] Instruction: [SEP] get me a black tea that is fair trade with flavor: dark roast, and pack size: "
+    "pack of 12, and price lower than 30.00 dollars [SEP] Search\nAvailable actions: search[<your query>]"
+)
+GOLDEN_DIGESTS = {
+    0: "f83eeed043c7311dba0daf4510422c34d16f54b3dfab0bfcc2cd8213967d2b3c",
+    1: "002079600d1f2b879f83292b312aae955c7f4f84b44b423af9ff749758229d37",
+    2: "a07b96e13e4b2c6bdf77aa6ce035244bd3269d25d2b300bc335b57919cf515f2",
+}
+
+
+def _golden_transcript(seed: int) -> str:
+    """Valid actions only (oracle turns with detours), so core's wording of error messages does not matter."""
+    env = WebShopEnv(response_format="raw")
+    obs, _ = env.reset(seed=seed)
+    record = [obs]
+    detours = {"results": ["click[next >]", "click[< prev]"], "item": ["click[features]", "click[< prev]"]}
+    done = False
+    while not done:
+        for action in detours.pop(env.page.kind, []) + [env.oracle_response()]:
+            if action[len("click[") : -1] not in env.page.clickables() and not action.startswith("search["):
+                continue
+            obs, reward, terminated, truncated, info = env.step(action)
+            record.append([action, obs, reward, terminated, truncated, info["page"]])
+            done = terminated or truncated
+            if done:
+                break
+    return json.dumps(record)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_golden_episodes_do_not_drift(seed):
+    """If this fails on purpose (catalogue, task, search or page changes), bump the env version and the digests."""
+    if seed == 0:
+        assert WebShopEnv().reset(seed=0)[0] == GOLDEN_FIRST_OBSERVATION
+    digest = hashlib.sha256(_golden_transcript(seed).encode()).hexdigest()
+    assert digest == GOLDEN_DIGESTS[seed]
