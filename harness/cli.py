@@ -14,6 +14,7 @@ harness train cpu-tiny --model baselines/tiny/model --env-id ragen/Bandit-v0   #
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,6 +111,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
         agents = tuple(spec for spec in args.what.split(",") if spec)
         preset = None
+        close = difflib.get_close_matches(args.what, list(PRESETS), n=1, cutoff=0.75)
+        if close and ":" not in args.what and args.what not in {e.name for e in available_agents()}:
+            raise ValueError(f"Unknown preset or agent {args.what!r}. Did you mean {close[0]!r}?")
         env_ids = [resolve_env_id(n) for n in env_names] or ragen_envs.registered_ids()
     plans = []
     for env_id in dict.fromkeys(env_ids):

@@ -158,7 +158,10 @@ def test_user_mistakes_answer_did_you_mean(tmp_path, capsys):
     assert "Did you mean 'random'?" in capsys.readouterr().err
     assert main(["run", "random", "--env", "ragen/Bandti-v0", "--out", str(tmp_path)]) == 2
     assert "Did you mean 'ragen/Bandit-v0'?" in capsys.readouterr().err
+    assert main(["run", "baselin", "--out", str(tmp_path)]) == 2
+    assert "Did you mean 'baseline'?" in capsys.readouterr().err
     assert main(["run", "baseline", "--resume", str(tmp_path / "nope")]) == 2
+    assert "not a run folder" in capsys.readouterr().err
     assert main(["ls"]) == 0
     out = capsys.readouterr().out
     assert "ragen/Bandit-v0" in out and "hf:<dir-or-name>" in out and "mi_zscore" in out
