@@ -258,3 +258,34 @@ def test_cli_prints_its_url_and_serves():
     finally:
         proc.terminate()
         assert proc.wait(timeout=15) == 0
+
+
+def test_hostile_responses_over_http_never_raise_and_match_in_process(server):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    local = WebShopEnv(response_format="raw")
+    remote = WebShopEnv(response_format="raw", transport="http", server_url=server.url)
+    pieces = st.sampled_from(
+        ["search[", "click[", "]", "next >", "< prev", "buy now", "\x00", "é", "\u212a", " ", "%2e"]
+    )
+    hostile = st.one_of(
+        st.text(max_size=200),
+        st.lists(st.one_of(pieces, st.text(max_size=8)), max_size=30).map("".join),
+        st.builds(lambda s: f"search[{s}]", st.text(max_size=3000)),
+    )
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(hostile)
+    def same_outcome(response):
+        if local._done:
+            local.reset(seed=1)
+            remote.reset(seed=1)
+        assert repr(remote.step(response)) == repr(local.step(response))
+
+    local.reset(seed=1)
+    remote.reset(seed=1)
+    try:
+        same_outcome()
+    finally:
+        remote.close()
