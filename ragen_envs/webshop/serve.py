@@ -215,7 +215,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch("PUT")
 
     def do_HEAD(self):
-        self._send(405, "text/plain; charset=utf-8", b"HEAD is not supported\n")
+        self.send_response(405)  # a HEAD answer carries no body
+        self.send_header("Allow", "GET, POST, DELETE")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def _dispatch(self, method: str) -> None:
         self._form: dict = {}
