@@ -52,6 +52,7 @@ search (≤ ``ORACLE_MAX_NODES``) replaces the verified plan, and it re-plans wh
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ragen_envs.core import ActionResult, TextEnv
@@ -94,7 +95,13 @@ def _room_shape(room_size: Any) -> tuple[int, int]:
         return room_size, room_size
     if isinstance(room_size, (tuple, list)) and len(room_size) == 2:
         return room_size[0], room_size[1]
-    raise ValueError(f"room_size must be an int or a (rows, cols) pair, got {room_size!r}")
+    hint = ""
+    if isinstance(room_size, str):
+        sides = re.fullmatch(r"\s*(\d+)\s*[xX×,]?\s*(\d+)?\s*", room_size)
+        if sides:
+            rows, cols = int(sides.group(1)), int(sides.group(2) or sides.group(1))
+            hint = f"; did you mean room_size={rows if rows == cols else (rows, cols)!r}?"
+    raise ValueError(f"room_size must be an int or a (rows, cols) pair, got {room_size!r}{hint}")
 
 
 class SokobanEnv(TextEnv):

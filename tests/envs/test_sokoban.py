@@ -338,6 +338,8 @@ def test_level_from_text_rejects_bad_maps():
         ({"room_size": (6, 2)}, r"cols must be in \[4, 30\], got 2"),
         ({"room_size": 4}, "at least 5 on one side"),
         ({"room_size": "big"}, r"room_size must be an int or a \(rows, cols\) pair"),
+        ({"room_size": "8x10"}, r"got '8x10'; did you mean room_size=\(8, 10\)\?"),
+        ({"room_size": "7"}, r"did you mean room_size=7\?"),
         ({"num_boxes": 0}, r"num_boxes \(for a 6×6 room\) must be in \[1, 3\], got 0"),
         ({"num_boxes": 9}, r"num_boxes \(for a 6×6 room\) must be in \[1, 3\], got 9"),
         ({"num_boxes": 1.5}, "num_boxes .* must be an integer"),
