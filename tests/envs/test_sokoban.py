@@ -161,6 +161,28 @@ def test_generation_is_a_pure_function_of_the_rng():
     assert a == b and len({level.boxes + level.targets for level in a}) > 15
 
 
+def test_generation_never_fails_on_random_valid_configs():
+    rng = np.random.default_rng(7)
+    for i in range(40):
+        rows, cols = int(rng.integers(4, 13)), int(rng.integers(5, 13))
+        boxes = int(rng.integers(1, min(box_capacity(rows, cols), 4) + 1))
+        max_moves = int(rng.integers(1, 60))
+        config = SokobanConfig(
+            rows=rows,
+            cols=cols,
+            num_boxes=boxes,
+            difficulty=int(rng.integers(0, max_moves + 1)),
+            max_moves=max_moves,
+            max_attempts=20,
+        )
+        level = generate_level(np.random.default_rng(i), config)
+        board = parse_observation(render_board(rows, cols, level.walls, level.targets, level.boxes, level.player))
+        names = [ragen_envs.sokoban.ACTIONS[d] for d in level.solution]
+        assert len(board["boxes"]) == len(board["targets"]) == boxes, config
+        assert board["boxes"] != board["targets"] and replay_names(board, names) == frozenset(board["targets"])
+        assert level.fallback or level.lower_bound >= config.difficulty
+
+
 def test_unreachable_difficulty_falls_back_to_a_verified_level():
     # A 2×3 interior has no 1-box level needing 10 moves.
     config = SokobanConfig(rows=4, cols=5, num_boxes=1, difficulty=10, max_moves=10, max_attempts=5)
