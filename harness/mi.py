@@ -98,10 +98,22 @@ def trajectory_pairs(episodes: Sequence[dict], rng: np.random.Generator, num_dra
 
 
 def score_pairs(agent: Agent, pairs: Pairs) -> dict[str, Estimate]:
-    """Cross-score every text under every context with ``agent`` and compute the family."""
-    sums, counts = agent.score_matrix(pairs.contexts, pairs.texts)
-    sums = np.asarray(sums, dtype=np.float64)
-    counts = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
+    """Cross-score every text under every context with ``agent`` and compute the family.
+
+    Text-identical contexts (e.g. trajectory draws of the same turn, or first turns of the samples of one seed)
+    and identical texts are scored once: the agent sees only the distinct ones.
+    """
+    context_keys = [c.key() for c in pairs.contexts]
+    first_context = {key: i for i, key in reversed(list(enumerate(context_keys)))}
+    unique_contexts = sorted(set(first_context.values()))
+    column_of = {key: unique_contexts.index(first_context[key]) for key in first_context}
+    unique_texts = list(dict.fromkeys(pairs.texts))
+    row_of = {text: i for i, text in enumerate(unique_texts)}
+    u_sums, u_counts = agent.score_matrix([pairs.contexts[i] for i in unique_contexts], unique_texts)
+    rows = [row_of[t] for t in pairs.texts]
+    cols = [column_of[k] for k in context_keys]
+    sums = np.asarray(u_sums, dtype=np.float64)[np.ix_(rows, cols)]
+    counts = np.maximum(np.asarray(u_counts, dtype=np.float64)[np.ix_(rows, cols)], 1.0)
     return collapse_metrics(sums / counts, pairs.own, logp_sum=sums, equivalent=pairs.equivalent)
 
 
