@@ -97,23 +97,33 @@ def trajectory_pairs(episodes: Sequence[dict], rng: np.random.Generator, num_dra
     return Pairs(contexts, texts, np.arange(num_draws, dtype=np.int64), _equivalence(contexts))
 
 
-def score_pairs(agent: Agent, pairs: Pairs) -> dict[str, Estimate]:
+Memo = dict[tuple[str, str], tuple[float, int]]
+"""(context key, text) -> (summed log-prob, token count), shared by the two schemes of one batch."""
+
+
+def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[str, Estimate]:
     """Cross-score every text under every context with ``agent`` and compute the family.
 
-    Text-identical contexts (e.g. trajectory draws of the same turn, or first turns of the samples of one seed)
-    and identical texts are scored once: the agent sees only the distinct ones.
+    Each distinct (context, text) pair is scored once: text-identical contexts (trajectory draws of one turn,
+    first turns of the samples of one seed), repeated texts, and pairs already in ``memo`` (the other scheme
+    of the same batch, e.g. every first turn of a single-turn env) are not sent to the agent again.
     """
-    context_keys = [c.key() for c in pairs.contexts]
-    first_context = {key: i for i, key in reversed(list(enumerate(context_keys)))}
-    unique_contexts = sorted(set(first_context.values()))
-    column_of = {key: unique_contexts.index(first_context[key]) for key in first_context}
-    unique_texts = list(dict.fromkeys(pairs.texts))
-    row_of = {text: i for i, text in enumerate(unique_texts)}
-    u_sums, u_counts = agent.score_matrix([pairs.contexts[i] for i in unique_contexts], unique_texts)
-    rows = [row_of[t] for t in pairs.texts]
-    cols = [column_of[k] for k in context_keys]
-    sums = np.asarray(u_sums, dtype=np.float64)[np.ix_(rows, cols)]
-    counts = np.maximum(np.asarray(u_counts, dtype=np.float64)[np.ix_(rows, cols)], 1.0)
+    memo = {} if memo is None else memo
+    keys = [c.key() for c in pairs.contexts]
+    context_of = dict(zip(reversed(keys), reversed(pairs.contexts)))  # first context of each key
+    texts = list(dict.fromkeys(pairs.texts))
+    todo: dict[tuple[str, ...], list[str]] = {}  # missing texts -> the context keys that miss exactly those
+    for key in dict.fromkeys(keys):
+        missing = tuple(t for t in texts if (key, t) not in memo)
+        if missing:
+            todo.setdefault(missing, []).append(key)
+    for missing, group in todo.items():
+        sums, counts = agent.score_matrix([context_of[k] for k in group], list(missing))
+        for j, key in enumerate(group):
+            for i, text in enumerate(missing):
+                memo[(key, text)] = (float(sums[i][j]), int(counts[i][j]))
+    sums = np.array([[memo[(k, t)][0] for k in keys] for t in pairs.texts], dtype=np.float64)
+    counts = np.maximum(np.array([[memo[(k, t)][1] for k in keys] for t in pairs.texts], dtype=np.float64), 1.0)
     return collapse_metrics(sums / counts, pairs.own, logp_sum=sums, equivalent=pairs.equivalent)
 
 
@@ -122,6 +132,7 @@ def collapse_for(
 ) -> dict[str, dict[str, Estimate] | str]:
     """Both schemes for one (agent, env) batch: a metrics dict, or the reason it is unavailable."""
     out: dict[str, dict[str, Estimate] | str] = {}
+    memo: Memo = {}
     for scheme in SCHEMES:
         if mi_samples == 0:
             out[scheme] = "disabled (mi_samples = 0)"
@@ -135,7 +146,7 @@ def collapse_for(
         rng = np.random.default_rng(derive_seed("mi", scheme, run_seed, agent.spec, episodes[0]["env_id"]))
         try:
             pairs = (first_turn_pairs if scheme == "first_turn" else trajectory_pairs)(episodes, rng, mi_samples)
-            out[scheme] = score_pairs(agent, pairs)
+            out[scheme] = score_pairs(agent, pairs, memo)
         except (MetricUnavailable, ScoringUnavailable) as exc:
             out[scheme] = str(exc)
     return out

@@ -41,9 +41,13 @@ def test_duplicates_are_scored_once_with_identical_results():
     texts = ["one two", "three", "one two", "four five six"]
     equivalent = np.array([[x.key() == y.key() for y in contexts] for x in contexts])
     pairs = Pairs(contexts, texts, np.arange(4), equivalent)
-    agent = Recording()
-    got = score_pairs(agent, pairs)
+    agent, memo = Recording(), {}
+    got = score_pairs(agent, pairs, memo)
     assert agent.calls == [(3, 3)]
+    again = score_pairs(agent, Pairs(contexts[:2], texts[:2], np.arange(2), equivalent[:2, :2]), memo)
+    assert agent.calls == [(3, 3)] and again["mi_estimate"].n == 2  # every pair came from the memo
+    score_pairs(agent, Pairs([ctx("a"), ctx("d")], ["three", "new"], np.arange(2), np.eye(2, dtype=bool)), memo)
+    assert agent.calls[1:] == [(1, 1), (1, 2)]  # only missing pairs: "a" lacks "new"; "d" lacks both texts
     sums = np.array([[fake_logprob(c, t) for c in contexts] for t in texts])
     counts = np.array([[len(t.split())] * 4 for t in texts], dtype=float)
     want = collapse_metrics(sums / counts, np.arange(4), logp_sum=sums, equivalent=equivalent)
