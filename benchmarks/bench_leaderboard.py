@@ -42,7 +42,14 @@ from leaderboard.verify import Replayer, verify
 
 SEEDS = tuple(range(10_000, 10_064))
 SAMPLES = 4
-ENVS = ("ragen/Sokoban-v0", "ragen/FrozenLake-v0", "ragen/Bandit-v0", "ragen/Countdown-v0", "ragen/MathWord-v0")
+ENVS = (
+    "ragen/Sokoban-v0",
+    "ragen/FrozenLake-v0",
+    "ragen/Bandit-v0",
+    "ragen/Countdown-v0",
+    "ragen/MathWord-v0",
+    "ragen/WebShop-v0",
+)
 AGENTS = ("oracle", "random")
 WORKDIR = Path(tempfile.mkdtemp(prefix="bench-leaderboard-"))
 

@@ -187,7 +187,7 @@ def cmd_secret(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="leaderboard", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="leaderboard", description=__doc__.split("\n\n")[0].replace("``", ""))
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(p: argparse.ArgumentParser, store: bool = False, suite: bool = True) -> None:

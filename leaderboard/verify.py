@@ -361,6 +361,7 @@ def _verify(path: str | Path, secret: bytes | None, suite: Suite | None, limits:
         "overall": numbers["overall"],
         "self_reported": self_reported_metrics(summary_doc),
         "has_report": "report.md" in members,
+        "verifier": {"package_version": ragen_envs.__version__, "registered": sorted(suite.env_ids)},
     }
     final = problems.close()
     return Report(ok=not final, problems=final, summary=report_summary)

@@ -29,7 +29,7 @@ class Forgery:
         self.episodes = [json.loads(line) for line in self.members["episodes.jsonl"].splitlines()]
 
     def find(self, env_id: str, **where) -> int:
-        """Index of the first episode of ``env_id`` matching ``where`` (``turns=n`` compares the turn count)."""
+        """Index of the first episode of ``env_id`` matching ``where`` (``min_turns=n``: at least n turns)."""
         for index, ep in enumerate(self.episodes):
             if ep["env_id"] != env_id:
                 continue
@@ -47,14 +47,8 @@ class Forgery:
             json.dumps(ep, ensure_ascii=False, separators=(",", ":")) + "\n" for ep in self.episodes
         ).encode()
         path = self.out_dir / f"{name}.ragen.tar.gz"
-        if keep_manifest:
-            files = dict(members)
-            manifest = files.pop("manifest.json")
-            write_archive(path, files)
-            # put the stale manifest back: rebuild the archive with the old one
-            rebuilt = read_archive(path)
-            rebuilt["manifest.json"] = manifest
-            _write_raw(path, rebuilt)
+        if keep_manifest:  # the archive as packed, but for the edit: the old manifest no longer matches
+            _write_raw(path, members)
         else:
             write_archive(path, members)
         return path
