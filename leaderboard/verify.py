@@ -210,6 +210,26 @@ def check_env_versions(suite: Suite, registered: Iterable[str]) -> list[str]:
     return problems
 
 
+def check_recorded_versions(config: dict[str, Any]) -> list[str]:
+    """Problems when config.json's recorded env versions (``envs.<id>.version``) are not the registered ones."""
+    from gymnasium.envs.registration import registry
+
+    recorded = config.get("envs")
+    if not isinstance(recorded, dict):
+        return ["config.json has no 'envs' table of env versions"]
+    problems = []
+    for env_id, entry in recorded.items():
+        spec = registry.get(env_id)
+        version = entry.get("version") if isinstance(entry, dict) else None
+        if spec is None:
+            problems.append(f"config.json records env {env_id!r}, which is not registered")
+        elif version != f"v{spec.version}":
+            problems.append(
+                f"config.json records {env_id} at version {version!r}; the registered one is v{spec.version}"
+            )
+    return problems
+
+
 def verify(
     path: str | Path,
     *,
@@ -280,6 +300,8 @@ def _verify(path: str | Path, secret: bytes | None, suite: Suite | None, limits:
     import ragen_envs
 
     for problem in check_env_versions(suite, ragen_envs.registered_ids()):
+        problems.add("version", problem)
+    for problem in check_recorded_versions(config):
         problems.add("version", problem)
     split = identity["split"]
     expected = list(suite.episodes(split, secret))

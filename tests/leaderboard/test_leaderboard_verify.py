@@ -136,6 +136,14 @@ def test_wrong_env_version(forge):
     _rejected(f.save(), "episode ragen/Bandit-v1 seed", "wrong env version (suite has ragen/Bandit-v0)")
 
 
+def test_wrong_env_version_in_config(forge):
+    f = forge()
+    config = json.loads(f.members["config.json"])
+    config["envs"]["ragen/Sokoban-v0"]["version"] = "v7"
+    f.members["config.json"] = json.dumps(config).encode()
+    _rejected(f.save(), "config.json records ragen/Sokoban-v0 at version 'v7'; the registered one is v0")
+
+
 def test_stale_suite_versions_are_reported():
     suite = Suite("t", "1", (SuiteEntry("ragen/Bandit-v0", (1,)), SuiteEntry("ragen/Gone-v0", (1,))))
     problems = check_env_versions(suite, ["ragen/Bandit-v0", "ragen/Bandit-v1"])
