@@ -101,16 +101,29 @@ def test_harness_steps(benchmark, env_id, tmp_path):
 
 
 # ---- workers ----------------------------------------------------------------------------------------------------
-def workers_config(seeds: int = 24) -> RunConfig:
+def workers_config(seeds: int = 128) -> RunConfig:
     plan = EnvPlan("ragen/Sokoban-10x10-v0", seeds, 4)
     return RunConfig(agents=("random", "oracle"), envs=(plan,), mi_samples=0, batch_size=8)
 
 
-def run_workers(workers: int, seeds: int = 24) -> float:
+def run_workers(workers: int, seeds: int = 128) -> float:
+    """Wall seconds of one run."""
+    return run_workers_cpu(workers, seeds)[0]
+
+
+def run_workers_cpu(workers: int, seeds: int = 128) -> tuple[float, float, float]:
+    """(wall s, parent CPU s, worker processes' CPU s) of one run (children measured after they exit)."""
+    import resource
+
+    def cpu(who: int) -> float:
+        usage = resource.getrusage(who)
+        return usage.ru_utime + usage.ru_stime
+
     with tempfile.TemporaryDirectory() as out:
-        start = time.perf_counter()
+        self0, child0, start = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
         run(workers_config(seeds), out, run_id="w", workers=workers, progress=False, plots=False)
-        return time.perf_counter() - start
+        wall = time.perf_counter() - start
+        return wall, cpu(resource.RUSAGE_SELF) - self0, cpu(resource.RUSAGE_CHILDREN) - child0
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -163,16 +176,16 @@ def lm_agent():
     return agent, "random-init Llama (tiny shape)"
 
 
-def mi_costs(agent, episodes: int = 16, samples: int = 4) -> dict[str, float]:
+def mi_costs(agent, episodes: int = 16, samples: int = 4, env_id: str = "ragen/Bandit-v0") -> dict[str, float]:
     """Seconds for the rollout, the MI family (both schemes), and per-pair cost of cached vs naive scoring."""
     import numpy as np
     import torch
 
     from harness.mi import collapse_for, first_turn_pairs
 
-    config = RunConfig(agents=(agent.spec,), envs=(EnvPlan("ragen/Bandit-v0", episodes, samples),), batch_size=16)
+    config = RunConfig(agents=(agent.spec,), envs=(EnvPlan(env_id, episodes, samples),), batch_size=16)
     pool = EnvPool(config)
-    jobs = [Job(agent.spec, "ragen/Bandit-v0", s, k) for s in range(episodes) for k in range(samples)]
+    jobs = [Job(agent.spec, env_id, s, k) for s in range(episodes) for k in range(samples)]
     start = time.perf_counter()
     records = [r for i in range(0, len(jobs), 16) for r in rollout_chunk(agent, config, jobs[i : i + 16], pool)]
     rollout = time.perf_counter() - start
@@ -212,6 +225,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--skip", nargs="*", default=[], choices=["overhead", "workers", "mi"])
+    parser.add_argument("--mi-env", action="append", help="env(s) of the MI measurement (default Bandit, Sokoban)")
     args = parser.parse_args()
     if "overhead" not in args.skip:
         print(
@@ -239,19 +253,26 @@ def main() -> None:
     if "workers" not in args.skip:
         one, two = [], []
         for _ in range(max(1, args.rounds // 2)):
-            one.append(run_workers(1))
-            two.append(run_workers(2))
-        a, b = statistics.median(one), statistics.median(two)
-        print(f"workers (Sokoban-10x10, 192 episodes): 1 worker {a:.2f} s, 2 workers {b:.2f} s, speed-up {a / b:.2f}x")
+            one.append(run_workers_cpu(1))
+            two.append(run_workers_cpu(2))
+        a, b = statistics.median(r[0] for r in one), statistics.median(r[0] for r in two)
+        cpu_one = statistics.median(r[1] for r in one)
+        parent, children = statistics.median(r[1] for r in two), statistics.median(r[2] for r in two)
+        print(
+            f"workers (Sokoban-10x10, 1024 episodes): 1 worker {a:.2f} s, 2 workers {b:.2f} s, wall speed-up {a / b:.2f}x; "
+            f"CPU: 1 worker {cpu_one:.2f} s, 2 workers parent {parent:.2f} s + workers {children:.2f} s, so on two idle "
+            f"cores the bound is {cpu_one / max(parent, children / 2):.2f}x"
+        )
     if "mi" not in args.skip:
         agent, what = lm_agent()
-        costs = mi_costs(agent)
-        print(
-            f"MI with {what}: rollout of 64 Bandit episodes {costs['rollout_s']:.2f} s, MI family (2 schemes x 64 pairs) "
-            f"{costs['mi_s']:.2f} s = {100 * costs['mi_s'] / costs['rollout_s']:.1f}% of the rollout; per scored pair "
-            f"{costs['cached_pair_ms']:.2f} ms with the prompt's KV cache vs {costs['naive_pair_ms']:.2f} ms with a "
-            f"full forward ({costs['naive_pair_ms'] / costs['cached_pair_ms']:.1f}x)"
-        )
+        for env_id in args.mi_env or ["ragen/Bandit-v0", "ragen/Sokoban-v0"]:
+            costs = mi_costs(agent, env_id=env_id)
+            print(
+                f"MI with {what} on {env_id}: rollout of 64 episodes {costs['rollout_s']:.2f} s, MI family "
+                f"(2 schemes x 64 pairs) {costs['mi_s']:.2f} s = {100 * costs['mi_s'] / costs['rollout_s']:.1f}% of "
+                f"the rollout; per scored pair {costs['cached_pair_ms']:.2f} ms with the prompt's KV cache vs "
+                f"{costs['naive_pair_ms']:.2f} ms with a full forward ({costs['naive_pair_ms'] / costs['cached_pair_ms']:.1f}x)"
+            )
 
 
 if __name__ == "__main__":
