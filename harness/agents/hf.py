@@ -52,12 +52,14 @@ class HFAgent(Agent):
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.pad_id = tokenizer.pad_token_id
+        stop_piece = tokenizer.encode(STOP, add_special_tokens=False)
         eos = model.generation_config.eos_token_id if model.generation_config is not None else None
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         if tokenizer.eos_token_id is not None:
             eos.append(tokenizer.eos_token_id)
-        self.eos_ids = sorted(set(eos))
-        stop_piece = tokenizer.encode(STOP, add_special_tokens=False)
+        # A checkpoint may list "</answer>" among its end-of-sequence ids (the tiny model does, for plain
+        # ``generate``); here it is a stop id whose text is kept, not an end-of-sequence token to drop.
+        self.eos_ids = sorted(set(eos) - set(stop_piece if len(stop_piece) == 1 else []))
         # A single-token "</answer>" is a stop id; otherwise the decoded tail is checked for the string.
         self.stop_ids = self.eos_ids + (stop_piece if len(stop_piece) == 1 else [])
         self._stop_is_token = len(stop_piece) == 1
