@@ -2,7 +2,8 @@
 
 Replayable metrics (success, return, invalid actions, turns, in-group reward spread, pass@k) are pure
 functions of the episodes, which the replay has just proven: they are recomputed with
-``harness.report.EPISODE_METRICS`` and must equal summary.json exactly (value, stderr and n). Metrics
+``harness.report.EPISODE_METRICS`` and must equal summary.json (``n`` exactly; value and stderr to 1e-9
+relative, since numpy's vectorised sums may round differently on the submitter's CPU). Metrics
 that need the model (token counts and entropy, the MI proxy family) cannot be replayed: they are read
 from summary.json and shown as *self-reported* (a maintainer's ``leaderboard rerun`` replaces them).
 """
@@ -93,6 +94,25 @@ def _rows_of(summary_doc: Any, agent: str) -> dict[str, dict[str, Any]] | str:
     return rows
 
 
+def _close(a: Any, b: Any) -> bool:
+    """Equal, up to the last bits a float mean/std may differ by between numpy builds and CPUs (SIMD sums)."""
+    if a is None or b is None:
+        return a is None and b is None
+    numbers = (int, float)
+    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, numbers) or not isinstance(b, numbers):
+        return False
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _same_estimate(theirs: dict[str, Any], ours: dict[str, Any]) -> bool:
+    return (
+        _close(theirs.get("value"), ours["value"])
+        and _close(theirs.get("stderr"), ours["stderr"])
+        and theirs.get("n") == ours["n"]
+        and not isinstance(theirs.get("n"), bool)
+    )
+
+
 def compare_summaries(summary_doc: Any, recomputed: dict[str, dict[str, Any]], agent: str) -> list[str]:
     """Problems where summary.json's replayable metrics differ from ``recomputed`` (by env, metric)."""
     claimed = _rows_of(summary_doc, agent)
@@ -116,7 +136,7 @@ def compare_summaries(summary_doc: Any, recomputed: dict[str, dict[str, Any]], a
                 problems.append(f"summary.json {env_id} {name}: missing")
                 continue
             ours = {k: value.get(k) for k in ("value", "stderr", "n")}
-            if {k: theirs.get(k) for k in ("value", "stderr", "n")} != ours:
+            if not _same_estimate(theirs, ours):
                 problems.append(
                     f"summary.json {env_id} {name}: claims {theirs.get('value')!r} (stderr {theirs.get('stderr')!r}, "
                     f"n {theirs.get('n')!r}); the replayed episodes give {ours['value']!r} (stderr {ours['stderr']!r}, n {ours['n']!r})"
