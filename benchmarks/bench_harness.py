@@ -126,6 +126,27 @@ def run_workers_cpu(workers: int, seeds: int = 128) -> tuple[float, float, float
         return wall, cpu(resource.RUSAGE_SELF) - self0, cpu(resource.RUSAGE_CHILDREN) - child0
 
 
+def _spin(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def machine_parallelism(n: int = 10_000_000) -> float:
+    """Speed-up of two spawned processes over one on pure-Python spinning: what the box can give right now."""
+    import multiprocessing
+
+    start = time.perf_counter()
+    _spin(n), _spin(n)
+    serial = time.perf_counter() - start
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        pool.map(_spin, [10, 10])  # start-up excluded
+        start = time.perf_counter()
+        pool.map(_spin, [n, n])
+        return serial / (time.perf_counter() - start)
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_workers(benchmark, workers):
     benchmark.pedantic(run_workers, args=(workers,), rounds=2, iterations=1)
@@ -261,7 +282,8 @@ def main() -> None:
         print(
             f"workers (Sokoban-10x10, 1024 episodes): 1 worker {a:.2f} s, 2 workers {b:.2f} s, wall speed-up {a / b:.2f}x; "
             f"CPU: 1 worker {cpu_one:.2f} s, 2 workers parent {parent:.2f} s + workers {children:.2f} s, so on two idle "
-            f"cores the bound is {cpu_one / max(parent, children / 2):.2f}x"
+            f"cores the bound is {cpu_one / max(parent, children / 2):.2f}x (plain 2-process CPU spin on this box "
+            f"now: {machine_parallelism():.2f}x)"
         )
     if "mi" not in args.skip:
         agent, what = lm_agent()
