@@ -1,8 +1,8 @@
-"""Rolling agents out over envs: lockstep batches, local worker processes or Ray tasks, resumable files.
+"""A run: plan its episodes, skip the recorded ones, execute the rest, then summarize and report.
 
 A run is a list of episode jobs (agent, env, env seed, sample) split into chunks of ``batch_size``
-consecutive jobs of one (agent, env). A chunk is rolled out in lockstep (one batched ``generate`` per
-turn) by the parent (``workers=1``), a local process pool, or Ray tasks. Every response's sampling seed is
+consecutive jobs of one (agent, env). A chunk is rolled out in lockstep (:mod:`harness.rollout`) by the
+parent (``workers=1``), a local process pool, or Ray tasks (:mod:`harness.backends`). Every response's sampling seed is
 a pure function of the run seed and (env, env seed, sample, turn), so the episodes, and therefore the
 summary, are identical whatever the backend and worker count. The parent is the only writer of
 episodes.jsonl: it appends each finished episode's line and flushes.
@@ -12,265 +12,39 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import platform
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 
-from harness.agents.base import Agent, EnvHandle, Request
+from harness.agents.base import Agent
 from harness.agents.registry import make_agent
+from harness.backends import execute_processes, execute_ray, execute_serial
 from harness.config import RunConfig
 from harness.progress import Progress
-from harness.prompting import build_context, prefill_for, user_message
-from harness.records import (
-    CONFIG,
-    EPISODES,
-    EpisodeWriter,
-    dumps_line,
-    episode_key,
-    read_episodes,
-    write_json_atomic,
-)
-from harness.seeding import response_seed
+from harness.records import CONFIG, EPISODES, EpisodeWriter, episode_key, read_episodes, write_json_atomic
+from harness.rollout import EnvPool, Job, chunk_jobs, plan_jobs, reasoning_of, rollout_chunk
+
+__all__ = [
+    "EnvPool",
+    "Job",
+    "RunResult",
+    "chunk_jobs",
+    "config_document",
+    "load_config",
+    "plan_jobs",
+    "reasoning_of",
+    "rollout_chunk",
+    "run",
+]
 
 HARNESS_FORMAT_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Job:
-    """One episode to roll out."""
-
-    agent: str
-    env_id: str
-    seed: int
-    sample: int
-
-    @property
-    def key(self) -> tuple[str, str, int, int]:
-        return (self.agent, self.env_id, self.seed, self.sample)
-
-
-def plan_jobs(config: RunConfig) -> list[Job]:
-    """Every episode of the run, in canonical order."""
-    return [
-        Job(agent, plan.env_id, seed, sample)
-        for agent in config.agents
-        for plan in config.envs
-        for seed in plan.seeds
-        for sample in range(plan.samples)
-    ]
-
-
-def chunk_jobs(jobs: Sequence[Job], batch_size: int) -> list[list[Job]]:
-    """Consecutive jobs of one (agent, env), at most ``batch_size`` per chunk."""
-    chunks: list[list[Job]] = []
-    for job in jobs:
-        last = chunks[-1] if chunks else None
-        if last and len(last) < batch_size and (last[0].agent, last[0].env_id) == (job.agent, job.env_id):
-            last.append(job)
-        else:
-            chunks.append([job])
-    return chunks
-
-
-def reasoning_of(response: str, response_format: str) -> str | None:
-    """The reasoning text Z of a response (between the think tags, or before ``<answer>``), stripped."""
-    if response_format == "think":
-        start = response.find("<think>")
-        end = response.find("</think>", start + 7) if start >= 0 else -1
-        return response[start + 7 : end].strip() if end >= 0 else None
-    if response_format == "answer":
-        end = response.find("<answer>")
-        return response[:end].strip() if end >= 0 else None
-    return None
-
-
-class EnvPool:
-    """Reusable env instances per env id (``gym.make`` is not free; a lockstep batch needs several)."""
-
-    def __init__(self, config: RunConfig) -> None:
-        self._kwargs = {plan.env_id: plan.kwargs for plan in config.envs}
-        self._free: dict[str, list[Any]] = {}
-
-    def get(self, env_id: str) -> Any:
-        free = self._free.setdefault(env_id, [])
-        return free.pop() if free else gym.make(env_id, **self._kwargs[env_id])
-
-    def put(self, env_id: str, env: Any) -> None:
-        self._free[env_id].append(env)
-
-
-class _Episode:
-    __slots__ = (
-        "job",
-        "env",
-        "handle",
-        "response_format",
-        "prefill",
-        "system",
-        "exchanges",
-        "current",
-        "record",
-        "turn",
-    )
-
-    def __init__(self, job: Job, env: Any, kwargs: dict[str, Any]) -> None:
-        observation, info = env.reset(seed=job.seed)
-        self.job, self.env, self.turn = job, env, 1
-        self.handle = EnvHandle(env.unwrapped)  # the side channel reads the live env, so one handle serves every turn
-        self.response_format = env.unwrapped.response_format
-        self.prefill = prefill_for(self.response_format)
-        self.system = {"role": "system", "content": info["instructions"]}
-        self.exchanges: list[tuple[dict, dict]] = []
-        self.current = user_message(1, observation, None)
-        self.record: dict[str, Any] = {
-            "agent": job.agent,
-            "env_id": job.env_id,
-            "env_kwargs": kwargs,
-            "seed": job.seed,
-            "sample": job.sample,
-            "instructions": info["instructions"],
-            "initial_observation": observation,
-            "reset_info": {k: v for k, v in info.items() if k != "instructions"},
-            "turns": [],
-        }
-
-
-def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: EnvPool) -> Iterator[dict[str, Any]]:
-    """Roll ``jobs`` out in lockstep with one batched ``generate`` per turn; yield each finished record."""
-    kwargs = {plan.env_id: plan.kwargs for plan in config.envs}
-    active = [_Episode(job, pool.get(job.env_id), kwargs[job.env_id]) for job in jobs]
-    while active:
-        requests = []
-        for ep in active:
-            context = build_context(ep.system, ep.exchanges, ep.current, ep.prefill, config.context_turns, ep.handle)
-            seed = response_seed(config.seed, ep.job.env_id, ep.job.seed, ep.job.sample, ep.turn)
-            requests.append(Request(context, seed))
-        generations = agent.generate(requests)
-        if len(generations) != len(requests):
-            raise RuntimeError(f"agent {agent.spec!r} returned {len(generations)} generations for {len(requests)}")
-        still = []
-        for ep, request, gen in zip(active, requests, generations):
-            response = ep.prefill + gen.text
-            observation, reward, terminated, truncated, info = ep.env.step(response)
-            entropies = gen.token_entropies
-            logprobs = gen.token_logprobs
-            ep.record["turns"].append(
-                {
-                    "turn": ep.turn,
-                    "prompt": list(request.context.messages),
-                    "prefill": ep.prefill,
-                    "response": response,
-                    "reasoning": reasoning_of(response, ep.response_format),
-                    "observation": observation,
-                    "reward": float(reward),
-                    "terminated": bool(terminated),
-                    "truncated": bool(truncated),
-                    "info": info,  # made JSON-safe when the line is written (records.dumps_line)
-                    "tokens": gen.num_tokens,
-                    "entropy_sum": None if entropies is None else float(sum(entropies)),
-                    "logprob_sum": None if logprobs is None else float(sum(logprobs)),
-                }
-            )
-            if terminated or truncated:
-                turns = ep.record["turns"]
-                ep.record["return"] = float(sum(t["reward"] for t in turns))
-                ep.record["success"] = bool(info.get("success", False))
-                ep.record["num_turns"] = len(turns)
-                pool.put(ep.job.env_id, ep.env)
-                yield ep.record
-            else:
-                ep.exchanges.append((ep.current, {"role": "assistant", "content": response}))
-                ep.turn += 1
-                ep.current = user_message(ep.turn, observation, float(reward))
-                still.append(ep)
-        active = still
-
-
-# ---- worker processes -----------------------------------------------------------------------------------------
-_WORKER: dict[str, Any] = {}
-
-
-def _worker_state(config_json: str) -> tuple[RunConfig, dict[str, Agent], EnvPool]:
-    """Per-process config, agents and env pool, built once per config (Ray reuses worker processes)."""
-    if _WORKER.get("config_json") != config_json:
-        for agent in _WORKER.get("agents", {}).values():
-            agent.close()
-        config = RunConfig.from_json(json.loads(config_json))
-        _WORKER.update(config_json=config_json, config=config, agents={}, pool=EnvPool(config))
-    return _WORKER["config"], _WORKER["agents"], _WORKER["pool"]
-
-
-def _single_thread_worker() -> None:
-    """Worker processes share the cores: one intra-op thread each (read by torch/numpy BLAS at import)."""
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
-
-
-def run_chunk_lines(config_json: str, jobs: list[tuple[str, str, int, int]]) -> list[str]:
-    """Worker entry point: roll out a chunk and return its episodes.jsonl lines."""
-    config, agents, pool = _worker_state(config_json)
-    spec = jobs[0][0]
-    if spec not in agents:
-        agents[spec] = make_agent(spec, config.agent_options)
-    return [dumps_line(r) for r in rollout_chunk(agents[spec], config, [Job(*j) for j in jobs], pool)]
-
-
-def _execute_serial(config: RunConfig, chunks: list[list[Job]], agents: dict[str, Agent], emit: Callable) -> None:
-    pool = EnvPool(config)
-    for chunk in chunks:
-        spec = chunk[0].agent
-        if spec not in agents:
-            agents[spec] = make_agent(spec, config.agent_options)
-        agent = agents[spec]
-        for record in rollout_chunk(agent, config, chunk, pool):
-            emit([dumps_line(record)])
-
-
-def _execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, emit: Callable) -> None:
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    config_json = json.dumps(config.to_json())
-    # spawn, not fork: a forked torch (or a forked thread pool) can deadlock, and spawn is what Ray does too.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_single_thread_worker) as executor:
-        pending = {executor.submit(run_chunk_lines, config_json, [j.key for j in chunk]) for chunk in chunks}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                emit(future.result())
-
-
-def _execute_ray(config: RunConfig, chunks: list[list[Job]], address: str, workers: int, emit: Callable) -> None:
-    try:
-        import ray
-    except ImportError:
-        raise ImportError("--ray needs Ray: pip install 'ragen-envs[ray]'") from None
-    started = not ray.is_initialized()
-    if started:
-        if address == "local":
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
-        else:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    try:
-        remote = ray.remote(num_cpus=1)(run_chunk_lines)
-        config_ref = ray.put(json.dumps(config.to_json()))
-        pending = [remote.remote(config_ref, [j.key for j in chunk]) for chunk in chunks]
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                emit(ray.get(ref))
-    finally:
-        if started:
-            ray.shutdown()
 
 
 # ---- a run ----------------------------------------------------------------------------------------------------
@@ -429,11 +203,11 @@ def run(
         if not chunks:
             pass
         elif ray_address is not None:
-            _execute_ray(config, chunks, ray_address, workers, emit)
+            execute_ray(config, chunks, ray_address, workers, emit)
         elif workers == 1:
-            _execute_serial(config, chunks, agents, emit)
+            execute_serial(config, chunks, agents, emit)
         else:
-            _execute_processes(config, chunks, min(workers, len(chunks)), emit)
+            execute_processes(config, chunks, min(workers, len(chunks)), emit)
     bar.close()
 
     records, _ = read_episodes(episodes_path)

@@ -1,0 +1,95 @@
+"""Where chunks run: in the parent (``workers=1``), in spawned local processes, or as Ray tasks.
+
+Every backend hands back episodes.jsonl lines through ``emit``; the parent is their only writer. Workers
+build their agent and env pool once per process (Ray reuses worker processes too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from harness.agents.base import Agent
+from harness.agents.registry import make_agent
+from harness.config import RunConfig
+from harness.records import dumps_line
+from harness.rollout import EnvPool, Job, rollout_chunk
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_state(config_json: str) -> tuple[RunConfig, dict[str, Agent], EnvPool]:
+    """Per-process config, agents and env pool, built once per config (Ray reuses worker processes)."""
+    if _WORKER.get("config_json") != config_json:
+        for agent in _WORKER.get("agents", {}).values():
+            agent.close()
+        config = RunConfig.from_json(json.loads(config_json))
+        _WORKER.update(config_json=config_json, config=config, agents={}, pool=EnvPool(config))
+    return _WORKER["config"], _WORKER["agents"], _WORKER["pool"]
+
+
+def _single_thread_worker() -> None:
+    """Worker processes share the cores: one intra-op thread each (read by torch/numpy BLAS at import)."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
+
+def run_chunk_lines(config_json: str, jobs: list[tuple[str, str, int, int]]) -> list[str]:
+    """Worker entry point: roll out a chunk and return its episodes.jsonl lines."""
+    config, agents, pool = _worker_state(config_json)
+    spec = jobs[0][0]
+    if spec not in agents:
+        agents[spec] = make_agent(spec, config.agent_options)
+    return [dumps_line(r) for r in rollout_chunk(agents[spec], config, [Job(*j) for j in jobs], pool)]
+
+
+def execute_serial(config: RunConfig, chunks: list[list[Job]], agents: dict[str, Agent], emit: Callable) -> None:
+    pool = EnvPool(config)
+    for chunk in chunks:
+        spec = chunk[0].agent
+        if spec not in agents:
+            agents[spec] = make_agent(spec, config.agent_options)
+        agent = agents[spec]
+        for record in rollout_chunk(agent, config, chunk, pool):
+            emit([dumps_line(record)])
+
+
+def execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, emit: Callable) -> None:
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    config_json = json.dumps(config.to_json())
+    # spawn, not fork: a forked torch (or a forked thread pool) can deadlock, and spawn is what Ray does too.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_single_thread_worker) as executor:
+        pending = {executor.submit(run_chunk_lines, config_json, [j.key for j in chunk]) for chunk in chunks}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                emit(future.result())
+
+
+def execute_ray(config: RunConfig, chunks: list[list[Job]], address: str, workers: int, emit: Callable) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise ImportError("--ray needs Ray: pip install 'ragen-envs[ray]'") from None
+    started = not ray.is_initialized()
+    if started:
+        if address == "local":
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        else:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        remote = ray.remote(num_cpus=1)(run_chunk_lines)
+        config_ref = ray.put(json.dumps(config.to_json()))
+        pending = [remote.remote(config_ref, [j.key for j in chunk]) for chunk in chunks]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                emit(ray.get(ref))
+    finally:
+        if started:
+            ray.shutdown()

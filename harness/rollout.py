@@ -1,0 +1,172 @@
+"""Episodes in lockstep: the jobs of a run, reusable envs, and the rollout of one chunk of jobs.
+
+A run is a list of :class:`Job` (agent, env, env seed, sample) split into chunks of ``batch_size``
+consecutive jobs of one (agent, env). :func:`rollout_chunk` plays a chunk in lockstep, one batched
+``generate`` per turn, and yields each finished episode's record (the episodes.jsonl schema of
+:mod:`harness.records`). Every response's sampling seed is a pure function of the run seed and
+(env, env seed, sample, turn), so a record does not depend on which chunk or process produced it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from harness.agents.base import Agent, EnvHandle, Request
+from harness.config import RunConfig
+from harness.prompting import build_context, prefill_for, user_message
+from harness.seeding import response_seed
+
+
+@dataclass(frozen=True)
+class Job:
+    """One episode to roll out."""
+
+    agent: str
+    env_id: str
+    seed: int
+    sample: int
+
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        return (self.agent, self.env_id, self.seed, self.sample)
+
+
+def plan_jobs(config: RunConfig) -> list[Job]:
+    """Every episode of the run, in canonical order."""
+    return [
+        Job(agent, plan.env_id, seed, sample)
+        for agent in config.agents
+        for plan in config.envs
+        for seed in plan.seeds
+        for sample in range(plan.samples)
+    ]
+
+
+def chunk_jobs(jobs: Sequence[Job], batch_size: int) -> list[list[Job]]:
+    """Consecutive jobs of one (agent, env), at most ``batch_size`` per chunk."""
+    chunks: list[list[Job]] = []
+    for job in jobs:
+        last = chunks[-1] if chunks else None
+        if last and len(last) < batch_size and (last[0].agent, last[0].env_id) == (job.agent, job.env_id):
+            last.append(job)
+        else:
+            chunks.append([job])
+    return chunks
+
+
+def reasoning_of(response: str, response_format: str) -> str | None:
+    """The reasoning text Z of a response (between the think tags, or before ``<answer>``), stripped."""
+    if response_format == "think":
+        start = response.find("<think>")
+        end = response.find("</think>", start + 7) if start >= 0 else -1
+        return response[start + 7 : end].strip() if end >= 0 else None
+    if response_format == "answer":
+        end = response.find("<answer>")
+        return response[:end].strip() if end >= 0 else None
+    return None
+
+
+class EnvPool:
+    """Reusable env instances per env id (``gym.make`` is not free; a lockstep batch needs several)."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self._kwargs = {plan.env_id: plan.kwargs for plan in config.envs}
+        self._free: dict[str, list[Any]] = {}
+
+    def get(self, env_id: str) -> Any:
+        free = self._free.setdefault(env_id, [])
+        return free.pop() if free else gym.make(env_id, **self._kwargs[env_id])
+
+    def put(self, env_id: str, env: Any) -> None:
+        self._free[env_id].append(env)
+
+
+class _Episode:
+    __slots__ = (
+        "job",
+        "env",
+        "handle",
+        "response_format",
+        "prefill",
+        "system",
+        "exchanges",
+        "current",
+        "record",
+        "turn",
+    )
+
+    def __init__(self, job: Job, env: Any, kwargs: dict[str, Any]) -> None:
+        observation, info = env.reset(seed=job.seed)
+        self.job, self.env, self.turn = job, env, 1
+        self.handle = EnvHandle(env.unwrapped)  # the side channel reads the live env, so one handle serves every turn
+        self.response_format = env.unwrapped.response_format
+        self.prefill = prefill_for(self.response_format)
+        self.system = {"role": "system", "content": info["instructions"]}
+        self.exchanges: list[tuple[dict, dict]] = []
+        self.current = user_message(1, observation, None)
+        self.record: dict[str, Any] = {
+            "agent": job.agent,
+            "env_id": job.env_id,
+            "env_kwargs": kwargs,
+            "seed": job.seed,
+            "sample": job.sample,
+            "instructions": info["instructions"],
+            "initial_observation": observation,
+            "reset_info": {k: v for k, v in info.items() if k != "instructions"},
+            "turns": [],
+        }
+
+
+def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: EnvPool) -> Iterator[dict[str, Any]]:
+    """Roll ``jobs`` out in lockstep with one batched ``generate`` per turn; yield each finished record."""
+    kwargs = {plan.env_id: plan.kwargs for plan in config.envs}
+    active = [_Episode(job, pool.get(job.env_id), kwargs[job.env_id]) for job in jobs]
+    while active:
+        requests = []
+        for ep in active:
+            context = build_context(ep.system, ep.exchanges, ep.current, ep.prefill, config.context_turns, ep.handle)
+            seed = response_seed(config.seed, ep.job.env_id, ep.job.seed, ep.job.sample, ep.turn)
+            requests.append(Request(context, seed))
+        generations = agent.generate(requests)
+        if len(generations) != len(requests):
+            raise RuntimeError(f"agent {agent.spec!r} returned {len(generations)} generations for {len(requests)}")
+        still = []
+        for ep, request, gen in zip(active, requests, generations):
+            response = ep.prefill + gen.text
+            observation, reward, terminated, truncated, info = ep.env.step(response)
+            entropies = gen.token_entropies
+            logprobs = gen.token_logprobs
+            ep.record["turns"].append(
+                {
+                    "turn": ep.turn,
+                    "prompt": list(request.context.messages),
+                    "prefill": ep.prefill,
+                    "response": response,
+                    "reasoning": reasoning_of(response, ep.response_format),
+                    "observation": observation,
+                    "reward": float(reward),
+                    "terminated": bool(terminated),
+                    "truncated": bool(truncated),
+                    "info": info,  # made JSON-safe when the line is written (records.dumps_line)
+                    "tokens": gen.num_tokens,
+                    "entropy_sum": None if entropies is None else float(sum(entropies)),
+                    "logprob_sum": None if logprobs is None else float(sum(logprobs)),
+                }
+            )
+            if terminated or truncated:
+                turns = ep.record["turns"]
+                ep.record["return"] = float(sum(t["reward"] for t in turns))
+                ep.record["success"] = bool(info.get("success", False))
+                ep.record["num_turns"] = len(turns)
+                pool.put(ep.job.env_id, ep.env)
+                yield ep.record
+            else:
+                ep.exchanges.append((ep.current, {"role": "assistant", "content": response}))
+                ep.turn += 1
+                ep.current = user_message(ep.turn, observation, float(reward))
+                still.append(ep)
+        active = still
