@@ -52,6 +52,29 @@ def _probe(parent: Path, files: tuple[str, ...]) -> bool:
 @lru_cache(maxsize=1)
 def detect() -> tuple[str, dict[str, Path]] | None:
     """``("v2", {"unified": dir})`` or ``("v1", {"memory": dir, "pids": dir})`` where we may create cgroups."""
+    found = _detect()
+    if found is not None:
+        _sweep_stale(found[1].values())
+    return found
+
+
+def _sweep_stale(parents) -> None:
+    """Remove empty sandbox cgroups left by processes that died without cleaning up (e.g. SIGKILLed)."""
+    for parent in parents:
+        try:
+            names = [p.name for p in parent.iterdir() if p.name.startswith("ragen-sandbox-")]
+        except OSError:
+            continue
+        for name in names:
+            owner = name.split("-")[2]
+            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                try:
+                    (parent / name).rmdir()
+                except OSError:
+                    pass
+
+
+def _detect() -> tuple[str, dict[str, Path]] | None:
     if (ROOT / "cgroup.controllers").exists():
         parent = ROOT / _own_path(None).lstrip("/")
         try:

@@ -258,6 +258,11 @@ class DockerBackend(Backend):
             if exceeded:
                 break
         if timed_out or exceeded:
+            # Stop reading first: the daemon does not finish a container whose output it cannot deliver.
+            try:
+                raw.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             _kill(container)
         try:
             status = container.wait(timeout=max(1.0, deadline - time.monotonic() + 1.0))["StatusCode"]
