@@ -1,8 +1,11 @@
 """From episodes to training rows: old log-probs, values, advantages; and the loss over a micro-batch.
 
-A *row* is one turn sample: ``prompt_ids + response_ids`` with per-response-token tensors (length = number of
-response tokens). Rows are padded into (B, W-1) tensors aligned with :func:`sequence_logprobs` (position t
-predicts token t+1), so response token k of row b sits at column ``len(prompt_ids) - 1 + k``.
+A *row* is one token sequence with one or more response spans and per-response-token tensors (spans
+concatenated). When an episode's prompts were built append-only (``Episode.chained``), the whole episode is
+ONE row: the last turn's prompt already holds every earlier response token for token, so one forward pass
+scores all turns (as RAGEN trains on whole trajectories) instead of re-reading the growing history once per
+turn. Otherwise (a context window that drops turns) each turn is its own row. Rows are padded into (B, W-1)
+tensors aligned with :func:`sequence_logprobs` (column t predicts token t+1).
 """
 
 from __future__ import annotations
@@ -19,24 +22,26 @@ from baselines.ppo.rollout import Episode, TurnSample
 
 @dataclass
 class Row:
-    sample: TurnSample
-    old_logp: torch.Tensor = field(default=None)  # (L,)
+    group: int
+    sample: int
+    sequence: list[int]
+    spans: list[tuple[int, int]]
+    old_logp: torch.Tensor = field(default=None)  # (L,) over the spans' tokens, in order
     ref_logp: torch.Tensor | None = None
     old_values: torch.Tensor | None = None
     advantages: torch.Tensor = field(default=None)
     returns: torch.Tensor | None = None
 
     @property
-    def sequence(self) -> list[int]:
-        return self.sample.prompt_ids + self.sample.response_ids
-
-    @property
-    def start(self) -> int:
-        return len(self.sample.prompt_ids)
-
-    @property
     def length(self) -> int:
-        return len(self.sample.response_ids)
+        return sum(end - start for start, end in self.spans)
+
+    @classmethod
+    def of_turns(cls, turns: list[TurnSample]) -> Row:
+        """One row for consecutive turns whose prompts extend each other (the last turn's sequence)."""
+        last = turns[-1]
+        spans = [(len(t.prompt_ids), len(t.prompt_ids) + len(t.response_ids)) for t in turns]
+        return cls(last.group, last.sample, last.prompt_ids + last.response_ids, spans)
 
 
 class ValueModel(torch.nn.Module):
@@ -49,21 +54,26 @@ class ValueModel(torch.nn.Module):
         torch.nn.init.zeros_(self.head.weight)
         torch.nn.init.zeros_(self.head.bias)
 
-    def forward(self, sequences: list[list[int]], starts: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        _, mask, _, hidden = sequence_logprobs(self.backbone, sequences, starts)
+    def forward(self, sequences: list[list[int]], spans: list) -> tuple[torch.Tensor, torch.Tensor]:
+        _, mask, _, hidden = sequence_logprobs(self.backbone, sequences, spans)
         return self.head(hidden.float()).squeeze(-1), mask  # (B, W-1) each
 
 
+def _columns(row: Row) -> torch.Tensor:
+    """The (B, W-1) columns that predict the row's span tokens, in order."""
+    return torch.cat([torch.arange(start - 1, end - 1) for start, end in row.spans])
+
+
 def _scatter(rows: list[Row], values: list[torch.Tensor], width: int) -> torch.Tensor:
-    """Place per-row response vectors into a (B, width) tensor at their response columns."""
+    """Place per-row span vectors into a (B, width) tensor at their columns."""
     out = torch.zeros((len(rows), width))
     for b, (row, vec) in enumerate(zip(rows, values)):
-        out[b, row.start - 1 : row.start - 1 + row.length] = vec.float().cpu()
+        out[b, _columns(row)] = vec.float().cpu()
     return out
 
 
 def _gather(rows: list[Row], matrix: torch.Tensor) -> list[torch.Tensor]:
-    return [matrix[b, row.start - 1 : row.start - 1 + row.length].detach().float().cpu() for b, row in enumerate(rows)]
+    return [matrix[b, _columns(row).to(matrix.device)].detach().float().cpu() for b, row in enumerate(rows)]
 
 
 @torch.no_grad()
@@ -71,16 +81,16 @@ def fill_old_stats(rows: list[Row], policy, critic, reference, temperature: floa
     """Old log-probs (and values, reference log-probs) of every row under the current models."""
     for start in range(0, len(rows), micro):
         chunk = rows[start : start + micro]
-        seqs, starts = [r.sequence for r in chunk], [r.start for r in chunk]
-        logp, _, _, _ = sequence_logprobs(policy, seqs, starts, temperature)
+        seqs, spans = [r.sequence for r in chunk], [r.spans for r in chunk]
+        logp, _, _, _ = sequence_logprobs(policy, seqs, spans, temperature)
         for row, vec in zip(chunk, _gather(chunk, logp)):
             row.old_logp = vec
         if reference is not None:
-            ref, _, _, _ = sequence_logprobs(reference, seqs, starts, temperature)
+            ref, _, _, _ = sequence_logprobs(reference, seqs, spans, temperature)
             for row, vec in zip(chunk, _gather(chunk, ref)):
                 row.ref_logp = vec
         if critic is not None:
-            values, _ = critic(seqs, starts)
+            values, _ = critic(seqs, spans)
             for row, vec in zip(chunk, _gather(chunk, values)):
                 row.old_values = vec
 
@@ -113,9 +123,10 @@ def fill_advantages(episodes: list[Episode], rows_by_episode: dict[tuple[int, in
 
 
 def build_rows(episodes: list[Episode]) -> tuple[list[Row], dict[tuple[int, int], list[Row]]]:
+    """Rows of each episode (one when chained, else one per turn), and the rows by (group, sample)."""
     rows, by_episode = [], {}
     for e in episodes:
-        mine = [Row(sample=t) for t in e.turns]
+        mine = [Row.of_turns(e.turns)] if e.chained else [Row.of_turns([t]) for t in e.turns]
         by_episode[(e.group, e.sample)] = mine
         rows.extend(mine)
     return rows, by_episode
@@ -130,9 +141,9 @@ def normalizer(rows: list[Row], config) -> float:
 
 def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool = False):
     """Loss of one micro-batch, already divided by the minibatch ``denominator`` (sums to the full loss)."""
-    seqs, starts = [r.sequence for r in rows], [r.start for r in rows]
+    seqs, spans = [r.sequence for r in rows], [r.spans for r in rows]
     want_entropy = config.entropy_coef > 0 or parts
-    logp, mask, entropy, _ = sequence_logprobs(policy, seqs, starts, config.temperature, with_entropy=want_entropy)
+    logp, mask, entropy, _ = sequence_logprobs(policy, seqs, spans, config.temperature, with_entropy=want_entropy)
     width = logp.shape[1]
     old = _scatter(rows, [r.old_logp for r in rows], width).to(logp.device)
     adv = _scatter(rows, [r.advantages for r in rows], width).to(logp.device)
@@ -155,7 +166,7 @@ def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool
 
 
 def critic_loss(rows: list[Row], critic, config, denominator: float) -> torch.Tensor:
-    values, mask = critic([r.sequence for r in rows], [r.start for r in rows])
+    values, mask = critic([r.sequence for r in rows], [r.spans for r in rows])
     width = values.shape[1]
     old = _scatter(rows, [r.old_values for r in rows], width).to(values.device)
     ret = _scatter(rows, [r.returns for r in rows], width).to(values.device)

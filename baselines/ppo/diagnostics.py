@@ -39,7 +39,7 @@ def score_matrix(policy, tokenizer, prompt_ids: list[list[int]], reasonings: lis
         for start in range(0, len(reasonings), micro):
             chunk = reasoning_ids[start : start + micro]
             logp, mask, _, _ = sequence_logprobs(
-                policy, [prompt + z for z in chunk], [len(prompt)] * len(chunk), temperature
+                policy, [prompt + z for z in chunk], [[(len(prompt), len(prompt) + len(z))] for z in chunk], temperature
             )
             sums = (logp * mask).sum(-1).double().cpu().numpy()
             counts = mask.sum(-1).double().cpu().numpy()

@@ -101,27 +101,32 @@ def sample_batch(
     return outputs
 
 
-def sequence_logprobs(
-    model, sequences: list[list[int]], starts: list[int], temperature: float = 1.0, with_entropy: bool = False
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """Teacher-forced log-probs of ``sequences[i][starts[i]:]`` (right-padded batch).
+Spans = list[tuple[int, int]]
+"""Half-open token ranges ``[start, end)`` of one sequence whose tokens are scored (the responses)."""
 
-    Returns ``(logp, mask, entropy, hidden)``, each (B, T-1) aligned to predicted positions (``mask`` marks the
-    response tokens), entropy over the vocabulary when asked, and the last hidden states (B, T-1, H) for a
-    value head.
+
+def sequence_logprobs(
+    model, sequences: list[list[int]], spans: list[Spans], temperature: float = 1.0, with_entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """Teacher-forced log-probs of the tokens in ``spans[i]`` of ``sequences[i]`` (right-padded batch).
+
+    Returns ``(logp, mask, entropy, hidden)``, each (B, W-1) aligned to predicted positions (column t
+    predicts token t+1; ``mask`` marks the span tokens), the entropy over the vocabulary when asked, and the
+    last hidden states (B, W-1, H) for a value head.
     """
     device = next(model.parameters()).device
     width = max(len(s) for s in sequences)
     ids = torch.zeros((len(sequences), width), dtype=torch.long)
     attention = torch.zeros_like(ids)
     mask = torch.zeros((len(sequences), width - 1))
-    for row, (seq, start) in enumerate(zip(sequences, starts)):
+    for row, (seq, row_spans) in enumerate(zip(sequences, spans)):
         ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
         attention[row, : len(seq)] = 1
-        mask[row, start - 1 : len(seq) - 1] = 1  # position t predicts token t+1
+        for start, end in row_spans:
+            mask[row, start - 1 : end - 1] = 1
     ids, attention, mask = ids.to(device), attention.to(device), mask.to(device)
     out = model(input_ids=ids, attention_mask=attention, output_hidden_states=True)
-    logits = out.logits[:, :-1, :].float() / temperature  # (B, T-1, V)
+    logits = out.logits[:, :-1, :].float() / temperature  # (B, W-1, V)
     logp_all = torch.log_softmax(logits, dim=-1)
     logp = logp_all.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
     entropy = -(logp_all.exp() * logp_all).sum(-1) if with_entropy else None

@@ -4,6 +4,12 @@ Prompts are the harness's RAGEN-style conversations (``harness.prompting``), ren
 chat template; the assistant prefix (``<think>``) is part of the prompt ids, the sampled tokens are the
 response. Each turn becomes one :class:`TurnSample` holding the exact ids that were sampled from, so the
 update scores precisely what the policy wrote.
+
+Prompt ids are built *append-only* when the template allows it: turn k+1's prompt is turn k's prompt, the
+sampled response ids, then the tokens of the text the template adds (end of message, reward, next state).
+The model therefore sees exactly the ids it produced, and a whole episode is one sequence that the update
+scores in one pass (``Episode.chained``). A context window that drops turns, or a template that rewrites
+earlier text, falls back to rendering each prompt afresh (``chained=False``, one training row per turn).
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ class Episode:
     turns: list[TurnSample] = field(default_factory=list)
     episode_return: float = 0.0
     success: bool = False
+    chained: bool = True
+    """Every turn's prompt ids extend the previous turn's prompt and response ids."""
 
 
 def env_seed_for(run_seed: int, iteration: int, group: int) -> int:
@@ -52,10 +60,33 @@ def env_seed_for(run_seed: int, iteration: int, group: int) -> int:
     return derive_seed("train-env", run_seed, iteration, group) % (2**31)
 
 
-def render_prompt(tokenizer, context: Context) -> list[int]:
-    """Token ids of a context: chat template with the generation prompt, then the assistant prefill."""
+def render_text(tokenizer, context: Context) -> str:
+    """The chat-template text of a context with the generation prompt, then the assistant prefill."""
     text = tokenizer.apply_chat_template(list(context.messages), add_generation_prompt=True, tokenize=False)
-    return tokenizer(text + context.prefill, add_special_tokens=False)["input_ids"]
+    return text + context.prefill
+
+
+def render_prompt(tokenizer, context: Context) -> list[int]:
+    """Token ids of a context (rendered afresh)."""
+    return tokenizer(render_text(tokenizer, context), add_special_tokens=False)["input_ids"]
+
+
+def next_prompt(tokenizer, slot: dict, context: Context) -> list[int]:
+    """Turn k+1's prompt ids: appended to turn k's ids and response when the template text extends it."""
+    text = render_text(tokenizer, context)
+    done_text = slot.get("text_so_far")
+    if slot["episode"].chained and done_text is not None and text.startswith(done_text):
+        delta = text[len(done_text) :]
+        eos_text = slot.get("eos_text")
+        if eos_text and delta.startswith(eos_text):
+            delta = delta[len(eos_text) :]  # the sampled EOS already stands for the template's end of message
+        ids = slot["ids_so_far"] + tokenizer(delta, add_special_tokens=False)["input_ids"]
+    else:
+        if done_text is not None:
+            slot["episode"].chained = False
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    slot["prompt_text"] = text
+    return ids
 
 
 def collect_rollouts(model, tokenizer, config, iteration: int, groups: list[int]) -> list[Episode]:
@@ -89,7 +120,7 @@ def collect_rollouts(model, tokenizer, config, iteration: int, groups: list[int]
         contexts = [
             build_context(s["system"], s["exchanges"], s["current"], s["prefill"], config.context_turns) for s in live
         ]
-        prompts = [render_prompt(tokenizer, c) for c in contexts]
+        prompts = [next_prompt(tokenizer, s, c) for s, c in zip(live, contexts)]
         seeds = [
             derive_seed("train-sample", config.seed, iteration, s["episode"].group, s["episode"].sample, turn)
             for s in live
@@ -123,6 +154,10 @@ def collect_rollouts(model, tokenizer, config, iteration: int, groups: list[int]
                 )
             )
             episode.episode_return += float(reward)
+            slot["text_so_far"] = slot["prompt_text"] + text
+            slot["ids_so_far"] = prompt + out.ids
+            ended_with_eos = bool(out.ids) and out.ids[-1] == tokenizer.eos_token_id
+            slot["eos_text"] = tokenizer.decode([tokenizer.eos_token_id]) if ended_with_eos else ""
             slot["exchanges"].append((slot["current"], {"role": "assistant", "content": context.prefill + text}))
             slot["current"] = user_message(turn + 1, observation, float(reward))
             if terminated or truncated:

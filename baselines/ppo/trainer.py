@@ -271,7 +271,7 @@ class Trainer:
             B.fill_advantages(chosen, by_episode, cfg)
             if analyse:
                 log.update(self._grad_buckets(by_episode, returns, groups))
-                rows = [r for r in rows if r.sample.group in kept_groups]
+                rows = [r for r in rows if r.group in kept_groups]
             if not stats.empty:
                 log.update(self._update(rows, iteration))
         log["timing/update_s"] = time.perf_counter() - update_start
@@ -289,7 +289,7 @@ class Trainer:
 
         def parts(rows):
             return B.policy_loss(
-                rows, self.policy, self.config, sum(denominator[g] for g in {r.sample.group for r in rows}), parts=True
+                rows, self.policy, self.config, sum(denominator[g] for g in {r.group for r in rows}), parts=True
             )
 
         result = grad_norm_buckets(rows_by_group, std, self.policy, self.config, parts)

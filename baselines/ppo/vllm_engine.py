@@ -56,7 +56,7 @@ class VLLMEngine:
             for sample in range(cfg.samples_per_prompt):
                 env = gym.make(cfg.env_id, **cfg.env_kwargs)
                 obs, info = env.reset(seed=seed)
-                slots.append([env, Episode(group, sample, seed), {"role": "system", "content": info["instructions"]},
+                slots.append([env, Episode(group, sample, seed, chained=False), {"role": "system", "content": info["instructions"]},
                               [], user_message(1, obs, None), prefill_for(env.unwrapped.response_format), False])  # fmt: skip
         turn = 0
         while any(not s[6] for s in slots):
