@@ -205,3 +205,20 @@ def test_tensorboard_events_are_written(tiny_model_dir, tmp_path):
     pytest.importorskip("tensorboard")
     Trainer(small_config(tiny_model_dir, tmp_path, iterations=1, tensorboard=True)).train(resume=False)
     assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
+
+
+def test_prompts_are_append_only_so_an_episode_is_one_row(tiny_model_dir, tmp_path):
+    cfg = small_config(tiny_model_dir, tmp_path, env_kwargs={"max_turns": 3})
+    trainer = Trainer(cfg)
+    episodes = collect_rollouts(trainer.policy, trainer.tokenizer, cfg, 0, [0])
+    assert all(e.chained and len(e.turns) == 3 for e in episodes)
+    for e in episodes:
+        for a, b in zip(e.turns, e.turns[1:]):
+            assert b.prompt_ids[: len(a.prompt_ids) + len(a.response_ids)] == a.prompt_ids + a.response_ids
+    rows, _ = B.build_rows(episodes)
+    assert len(rows) == len(episodes) and all(len(r.spans) == 3 for r in rows)
+    # a context window rewrites the history: one row per turn, prompts rendered afresh
+    windowed = small_config(tiny_model_dir, tmp_path, env_kwargs={"max_turns": 3}, context_turns=0)
+    episodes = collect_rollouts(trainer.policy, trainer.tokenizer, windowed, 0, [0])
+    assert not any(e.chained for e in episodes)
+    assert len(B.build_rows(episodes)[0]) == sum(len(e.turns) for e in episodes)
