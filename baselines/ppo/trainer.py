@@ -148,6 +148,8 @@ class Trainer:
         self.dist = Distributed()
         self.device = resolve_device(config.device)
         dtype = resolve_dtype(config.dtype, self.device)
+        if config.cpu_threads:
+            torch.set_num_threads(config.cpu_threads)
         torch.manual_seed(config.seed)
         torch.use_deterministic_algorithms(True, warn_only=True)
         load = dict(dtype=dtype)

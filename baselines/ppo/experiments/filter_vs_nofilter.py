@@ -44,6 +44,10 @@ def run_arm(name: str, filter_value: float, args: argparse.Namespace) -> list[di
         out_dir=str(Path(args.out) / name),
         tensorboard=False,
         mi_every=args.mi_every,
+        prompts_per_iteration=args.prompts,
+        samples_per_prompt=args.samples,
+        max_new_tokens=args.max_new_tokens,
+        cpu_threads=args.threads,
     )
     return Trainer(config).train(resume=False)
 
@@ -120,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--advantage", default="grpo")
     parser.add_argument("--mi-every", type=int, default=2)
+    parser.add_argument("--prompts", type=int, default=8, help="groups per iteration")
+    parser.add_argument("--samples", type=int, default=8, help="rollouts per group")
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a busy box)")
     parser.add_argument("--out", default="runs/filter_vs_nofilter")
     args = parser.parse_args(argv)
     out = Path(args.out)
