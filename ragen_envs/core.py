@@ -133,6 +133,24 @@ _FILLER_WORDS = (
 )  # fmt: skip
 
 
+_INIT_ARGUMENTS: dict[type, frozenset[str] | None] = {}
+
+
+def _init_arguments(cls: type) -> frozenset[str] | None:
+    """Keyword arguments ``cls.__init__`` accepts (None when it takes ``**kwargs``), cached per class."""
+    if cls not in _INIT_ARGUMENTS:
+        import inspect
+
+        params = inspect.signature(cls.__init__).parameters.values()
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            _INIT_ARGUMENTS[cls] = None
+        else:
+            _INIT_ARGUMENTS[cls] = frozenset(
+                p.name for p in params if p.name != "self" and p.kind is not p.VAR_POSITIONAL
+            )
+    return _INIT_ARGUMENTS[cls]
+
+
 class TextEnv(gym.Env[str, str]):
     """Base class of every ragen text env; see the module docstring for the hooks a subclass implements.
 
@@ -148,6 +166,25 @@ class TextEnv(gym.Env[str, str]):
     """Separator between actions in one answer; ``None`` means the whole answer is one action."""
     example_answer: str = ""
     extra_charset: str = ""
+    argument_aliases: dict[str, str] = {}
+    """Names users reach for from other suites (``is_slippery``) → our argument, for the "did you mean"."""
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        # Checked here, once for every env: a misspelled kwarg gets a ValueError naming it, the closest
+        # argument and the allowed ones, instead of Python's bare TypeError from __init__.
+        allowed = _init_arguments(cls)
+        unknown = sorted(set(kwargs) - allowed) if allowed is not None else []
+        if unknown:
+            import difflib  # only on this error path: keeps it out of every make()
+
+            name = unknown[0]
+            guess = cls.argument_aliases.get(name) or next(iter(difflib.get_close_matches(name, allowed, n=1)), None)
+            hint = f" Did you mean {guess!r}?" if guess else ""
+            env_name = cls.__name__.removesuffix("Env")
+            raise ValueError(
+                f"{env_name} got an unknown argument {name!r}.{hint} Allowed: {', '.join(sorted(allowed))}"
+            )
+        return super().__new__(cls)
 
     def __init__(
         self,

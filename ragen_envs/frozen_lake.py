@@ -92,8 +92,6 @@ _DELTAS = ((0, -1), (1, 0), (0, 1), (-1, 0))
 MAX_TRIES = 64
 """Map draws before the deterministic repair; at the default frozen_prob the first draw almost always passes."""
 
-_ALIASES = {"is_slippery": "slip", "success_rate": "slip", "p": "frozen_prob", "map_size": "size"}
-
 
 @dataclass(frozen=True)
 class FrozenLakeConfig:
@@ -327,18 +325,6 @@ def render_frame(lake: LakeMap) -> tuple[str, str, str]:
     return head, middle + "Grid Map:\n", "".join(grid)
 
 
-def check_known_arguments(env_name: str, unknown: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    """Raise ``ValueError`` for an argument the env does not take, with a "did you mean" when one is close."""
-    if not unknown:
-        return
-    import difflib  # only on this error path: keeps it out of the import time of every make()
-
-    name = sorted(unknown)[0]
-    guess = _ALIASES.get(name) or next(iter(difflib.get_close_matches(name, allowed, n=1)), None)
-    hint = f" Did you mean {guess!r}?" if guess else ""
-    raise ValueError(f"{env_name} got an unknown argument {name!r}.{hint} Allowed: {', '.join(allowed)}")
-
-
 # Precomputed, immutable results: _apply returns one of these instead of building a dataclass per move.
 _BUMP = ActionResult(reward=0.0, effective=False)
 _MOVE = ActionResult(reward=0.0, effective=True)
@@ -349,10 +335,7 @@ _GOAL = ActionResult(reward=1.0, effective=True, terminated=True, success=True)
 class FrozenLakeEnv(TextEnv):
     __doc__ = __doc__
     example_answer = "Down || Right"
-    _ARGUMENTS = (
-        "size", "frozen_prob", "slip", "max_turns", "max_actions_per_turn", "format_penalty", "response_format",
-        "render_mode",
-    )  # fmt: skip
+    argument_aliases = {"is_slippery": "slip", "success_rate": "slip", "p": "frozen_prob", "map_size": "size"}
 
     def __init__(
         self,
@@ -365,9 +348,7 @@ class FrozenLakeEnv(TextEnv):
         format_penalty: float = -0.1,
         response_format: str = "think",
         render_mode: str | None = None,
-        **unknown: Any,
     ) -> None:
-        check_known_arguments("FrozenLake", unknown, self._ARGUMENTS)
         super().__init__(
             max_turns=max_turns,
             max_actions_per_turn=max_actions_per_turn,

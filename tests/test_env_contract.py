@@ -140,3 +140,9 @@ def test_no_response_can_raise(env_id):
         assert set(INFO_KEYS) <= set(info)
 
     step_never_raises()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_misspelled_kwarg_names_the_closest_argument(env_id):
+    with pytest.raises(ValueError, match=r"unknown argument 'max_turn'\. Did you mean 'max_turns'\? Allowed: "):
+        gym.make(env_id, max_turn=3)
