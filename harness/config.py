@@ -108,8 +108,8 @@ def resolve_env_id(name: str) -> str:
 
 
 # ---- presets --------------------------------------------------------------------------------------------------
-BASELINE_AGENTS = ("random", "oracle")
-"""The LM-agents issue adds the shipped tiny model here (as ``tiny``) once it exists."""
+BASELINE_AGENTS = ("random", "oracle", "tiny")
+"""``tiny`` is the LM shipped in ``baselines/tiny/model``: real success, MI and entropy from a language model."""
 
 BASELINE_DEFAULT = (32, 4)
 """(seeds, samples per seed) per env and agent: 128 episodes, enough for MI on 64 first-turn pairs."""
@@ -143,4 +143,4 @@ def preset_config(name: str, **overrides: Any) -> RunConfig:
     return RunConfig(agents=BASELINE_AGENTS, envs=envs, preset=name, **overrides)
 
 
-PRESETS = {"baseline": "random and oracle on every registered env; CPU, no network, a few minutes"}
+PRESETS = {"baseline": "random, oracle and the tiny shipped LM on every registered env; CPU, no network"}

@@ -62,8 +62,11 @@ class Episode:
 class DataConfig:
     """How many episodes of which kind to record per env."""
 
-    episodes_per_env: int = 700
+    episodes_per_env: int = 600
     """Episodes recorded per env (each is one training sequence)."""
+    episodes_override: tuple[tuple[str, int], ...] = (("ragen/Bandit-v0", 3000),)
+    """Per-env exceptions to ``episodes_per_env``. Bandit episodes are one short turn (~50 tokens), and they
+    are where the model learns to copy a word from its input into its reasoning: many of them cost little."""
     oracle_fraction: float = 0.5
     """Share of episodes played by the oracle throughout; the rest are perturbed."""
     random_prob: float = 0.3
@@ -75,6 +78,8 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         check_range("episodes_per_env", self.episodes_per_env, 1, integer=True)
+        for env_id, count in self.episodes_override:
+            check_range(f"episodes_override[{env_id!r}]", count, 1, integer=True)
         check_range("oracle_fraction", self.oracle_fraction, 0.0, 1.0)
         check_range("random_prob", self.random_prob, 0.0, 1.0)
         check_range("junk_prob", self.junk_prob, 0.0, 1.0)
@@ -132,9 +137,10 @@ def record_episodes(env_id: str, config: DataConfig, env_index: int = 0) -> list
     """All episodes of one env; perturbed episodes with no target turn at all are skipped (nothing to learn)."""
     env = gym.make(env_id)
     rng = np.random.default_rng([config.first_seed, env_index])
-    n_oracle = round(config.episodes_per_env * config.oracle_fraction)
+    total = dict(config.episodes_override).get(env_id, config.episodes_per_env)
+    n_oracle = round(total * config.oracle_fraction)
     episodes = []
-    for i in range(config.episodes_per_env):
+    for i in range(total):
         seed = config.first_seed + i
         if i < n_oracle:
             episode = play_episode(env, seed, rng, 0.0, 0.0)

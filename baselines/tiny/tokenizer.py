@@ -1,10 +1,9 @@
 """The tiny model's tokenizer: byte-level BPE trained with ``tokenizers`` on our envs' chat text.
 
-Byte-level, so any string a user or an env produces can be encoded (no unknown token). Pre-tokenization
-isolates each digit and each newline but, unlike GPT-2's regex, lets merges run across spaces and
-punctuation: the instructions and the observation frames, repeated in every episode, collapse into a few
-long tokens (short sequences are what make CPU training affordable), while coordinates and counts stay one
-digit per token, so the model can copy ``(2, 3)`` from its input into its reasoning.
+Byte-level, so any string a user or an env produces can be encoded (no unknown token). Pre-tokenization is
+GPT-2's (words with their leading space, punctuation runs) with every digit on its own: an arm's name is the
+same token in the observation and in the reasoning, and coordinates are copied digit by digit. Each env's
+fixed system prompt is one added token (short sequences are what make CPU training affordable).
 
 Special tokens follow the ChatML convention many open models use (``<|im_start|>``, ``<|im_end|>``, which is
 also the end-of-sequence token); the response tags (``<think>``, ``</think>``, ``<answer>``, ``</answer>``)
@@ -28,16 +27,20 @@ CHAT_TEMPLATE = (
 )
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 4096, max_token_chars: int = 24):
-    """Train the BPE on ``texts`` and wrap it as a ``PreTrainedTokenizerFast`` with the chat template set."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048, whole_texts: Iterable[str] = ()):
+    """Train the BPE on ``texts`` and wrap it as a ``PreTrainedTokenizerFast`` with the chat template set.
+
+    ``whole_texts`` (the envs' fixed system prompts) become one token each, so the rules every prompt repeats
+    cost one position instead of hundreds; any other text, a changed prompt included, is tokenized normally.
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(r"\d|\n"), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
         ]
     )
     tokenizer.decoder = decoders.ByteLevel()
@@ -45,7 +48,6 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 4096, max_token_char
         vocab_size=vocab_size,
         special_tokens=list(SPECIAL_TOKENS),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        max_token_length=max_token_chars,
         show_progress=False,
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
@@ -59,5 +61,6 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 4096, max_token_char
     )
     # The tags are plain (non-special) added tokens: always one id each, and kept by skip_special_tokens=True.
     fast.add_tokens([AddedToken(tag, special=False, normalized=False) for tag in TAG_TOKENS])
+    fast.add_tokens([AddedToken(text, special=False, normalized=False) for text in sorted(set(whole_texts))])
     fast.chat_template = CHAT_TEMPLATE
     return fast

@@ -45,11 +45,11 @@ class TrainConfig:
     intermediate_size: int = 640
     max_seq_len: int = 1024
     """Episodes longer than this (in tokens) are left out of training."""
-    batch_tokens: int = 8192
+    batch_tokens: int = 4096
     """Tokens per batch, padding included (episodes of similar length are batched together)."""
-    epochs: int = 3
+    epochs: int = 5
     lr: float = 2e-3
-    warmup_steps: int = 10
+    warmup_steps: int = 20
     weight_decay: float = 0.01
     threads: int = 1
     eval_seeds: int = 50
@@ -152,7 +152,8 @@ def train(config: TrainConfig, out: Path, log=print) -> dict:
 
     episodes = record_all(config.data)
     log(f"recorded {len(episodes)} episodes in {time.perf_counter() - started:.1f}s")
-    tokenizer = train_tokenizer(tokenizer_corpus(episodes), vocab_size=config.vocab_size)
+    system_prompts = {e.messages[0]["content"] for e in episodes if e.messages[0]["role"] == "system"}
+    tokenizer = train_tokenizer(tokenizer_corpus(episodes), config.vocab_size, whole_texts=system_prompts)
     encoded = [encode_episode(tokenizer, episode) for episode in episodes]
     kept = [pair for pair in encoded if len(pair[0]) <= config.max_seq_len]
     lengths = [len(ids) for ids, _ in kept]
@@ -258,7 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = TrainConfig(
         seed=args.seed,
-        data=DataConfig(episodes_per_env=args.episodes_per_env),
+        data=DataConfig(
+            episodes_per_env=args.episodes_per_env,
+            episodes_override=DataConfig.episodes_override
+            if args.episodes_per_env == DataConfig.episodes_per_env
+            else (),
+        ),
         epochs=args.epochs,
         threads=args.threads,
         eval_seeds=args.eval_seeds,

@@ -150,3 +150,17 @@ register_agent(
     argument="<base-url>#<model>",
 )
 register_agent("vllm", _vllm, "vLLM's offline engine on a GPU (extra: gpu)", argument="<model>")
+
+
+def _tiny(argument: str, options: AgentOptions) -> Agent:
+    import dataclasses
+
+    from baselines.tiny import MODEL_DIR
+    from harness.agents.hf import HFAgent
+
+    # Its trained responses are under 100 tokens: a larger per-turn budget only buys rambling.
+    options = dataclasses.replace(options, max_new_tokens=min(options.max_new_tokens, 128))
+    return HFAgent.from_pretrained(str(MODEL_DIR), options)
+
+
+register_agent("tiny", _tiny, "the tiny LM shipped in baselines/tiny/model: hf: on CPU, trained on our oracles")

@@ -78,7 +78,7 @@ def test_batches_group_similar_lengths_within_the_token_budget():
 def small_tokenizer():
     from baselines.tiny.tokenizer import train_tokenizer
 
-    episodes = record_episodes("ragen/Bandit-v0", DataConfig(episodes_per_env=30), 0)
+    episodes = record_episodes("ragen/Bandit-v0", DataConfig(episodes_per_env=30, episodes_override=()), 0)
     texts = [m["content"] for e in episodes for m in e.messages]
     return train_tokenizer(texts, vocab_size=600)
 
@@ -103,7 +103,7 @@ def test_training_is_deterministic(tmp_path):
     from baselines.tiny.train import TrainConfig, train
 
     config = TrainConfig(
-        data=DataConfig(episodes_per_env=12),
+        data=DataConfig(episodes_per_env=12, episodes_override=()),
         vocab_size=512,
         hidden_size=32,
         num_layers=1,
