@@ -15,10 +15,10 @@ from typing import Any
 
 import gymnasium as gym
 
-from harness.agents.base import Agent, EnvHandle, Request
+from harness.agents.base import Agent, Context, EnvHandle, Request
 from harness.config import RunConfig
 from harness.prompting import build_context, prefill_for, user_message
-from harness.seeding import response_seed
+from harness.seeding import response_seeder
 
 
 @dataclass(frozen=True)
@@ -94,12 +94,14 @@ class _Episode:
         "prefill",
         "system",
         "exchanges",
+        "messages",
+        "seed_of",
         "current",
         "record",
         "turn",
     )
 
-    def __init__(self, job: Job, env: Any, kwargs: dict[str, Any]) -> None:
+    def __init__(self, job: Job, env: Any, kwargs: dict[str, Any], seed_base: int) -> None:
         observation, info = env.reset(seed=job.seed)
         self.job, self.env, self.turn = job, env, 1
         self.handle = EnvHandle(env.unwrapped)  # the side channel reads the live env, so one handle serves every turn
@@ -108,6 +110,8 @@ class _Episode:
         self.system = {"role": "system", "content": info["instructions"]}
         self.exchanges: list[tuple[dict, dict]] = []
         self.current = user_message(1, observation, None)
+        self.messages = [self.system, self.current]  # the full-history context, grown turn by turn
+        self.seed_of = response_seeder(seed_base, job.env_id, job.seed, job.sample)
         self.record: dict[str, Any] = {
             "agent": job.agent,
             "env_id": job.env_id,
@@ -124,13 +128,16 @@ class _Episode:
 def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: EnvPool) -> Iterator[dict[str, Any]]:
     """Roll ``jobs`` out in lockstep with one batched ``generate`` per turn; yield each finished record."""
     kwargs = {plan.env_id: plan.kwargs for plan in config.envs}
-    active = [_Episode(job, pool.get(job.env_id), kwargs[job.env_id]) for job in jobs]
+    active = [_Episode(job, pool.get(job.env_id), kwargs[job.env_id], config.seed) for job in jobs]
+    window = config.context_turns
     while active:
         requests = []
         for ep in active:
-            context = build_context(ep.system, ep.exchanges, ep.current, ep.prefill, config.context_turns, ep.handle)
-            seed = response_seed(config.seed, ep.job.env_id, ep.job.seed, ep.job.sample, ep.turn)
-            requests.append(Request(context, seed))
+            if window is None:  # what build_context gives for the full history, without rebuilding it per turn
+                context = Context(tuple(ep.messages), ep.prefill, ep.handle)
+            else:
+                context = build_context(ep.system, ep.exchanges, ep.current, ep.prefill, window, ep.handle)
+            requests.append(Request(context, ep.seed_of(ep.turn)))
         generations = agent.generate(requests)
         if len(generations) != len(requests):
             raise RuntimeError(f"agent {agent.spec!r} returned {len(generations)} generations for {len(requests)}")
@@ -165,8 +172,11 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
                 pool.put(ep.job.env_id, ep.env)
                 yield ep.record
             else:
-                ep.exchanges.append((ep.current, {"role": "assistant", "content": response}))
+                assistant = {"role": "assistant", "content": response}
+                ep.exchanges.append((ep.current, assistant))
                 ep.turn += 1
                 ep.current = user_message(ep.turn, observation, float(reward))
+                ep.messages.append(assistant)
+                ep.messages.append(ep.current)
                 still.append(ep)
         active = still

@@ -176,3 +176,12 @@ def test_report_side_by_side(tmp_path, capsys):
     assert "success [a]" in table and "success [b]" in table and "random" in table and "oracle" in table
     assert (tmp_path / "cmp" / "report.md").exists() and (tmp_path / "cmp" / "mi_entropy.png").exists()
     assert main(["report", str(a)]) == 0 and (a / "success.png").exists()
+
+
+def test_response_seeder_equals_response_seed():
+    """The rollout hashes an episode's fixed seed parts once; every turn's seed is still response_seed's."""
+    from harness.seeding import response_seed, response_seeder
+
+    for run_seed, env_id, env_seed, sample in [(0, "ragen/Bandit-v0", 3, 1), (2**40 + 7, "ragen/Sokoban-v0", 0, 0)]:
+        seed_of = response_seeder(run_seed, env_id, env_seed, sample)
+        assert [seed_of(t) for t in range(1, 25)] == [response_seed(run_seed, env_id, env_seed, sample, t) for t in range(1, 25)]
