@@ -14,9 +14,9 @@ Used by the ``hf:``/``tiny`` agents and by ``baselines.tiny.serve``. Three funct
     Summed log-prob of each continuation after its prompt, one right-padded forward per chunk, under the
     same distribution (``logits / temperature``).
 :func:`score_matrix_ids`
-    Every continuation under every prompt, reusing each prompt's KV cache across all continuations: one
-    prompt forward per prompt instead of one per (prompt, continuation) pair. This is what makes the MI
-    family cheap.
+    Every continuation under every prompt, reusing each prompt's KV cache across all continuations: each
+    prompt runs once (prompts batched, left-padded), then many (prompt, continuation) pairs per forward, each
+    row on its prompt's cached keys/values. This is what makes the MI family cheap.
 
 Shapes are noted as ``(B, T)`` (batch, time) and ``(B, T, V)`` (…, vocabulary).
 """
@@ -215,8 +215,21 @@ def score_matrix_ids(
     temperature: float = 1.0,
     pad_id: int = 0,
     batch_size: int = 32,
+    token_budget: int = 1024,
+    cache_budget: int = 1 << 16,
 ):
-    """``(sums, counts)`` of shape ``(len(continuations), len(prompts))``; each prompt's KV cache is reused."""
+    """``(sums, counts)`` of shape ``(len(continuations), len(prompts))``; each prompt runs once, its KV cache
+    serves every continuation.
+
+    The prompts run left-padded in batches of similar length (up to ``batch_size`` rows; ``logits_to_keep=1``:
+    only the last position's distribution is needed, for each text's first token). Then (prompt, continuation)
+    pairs, ordered by continuation length so rows of a batch pad little, are scored in forwards of as many
+    pairs as fit ``token_budget`` continuation positions (rows x width; ~1k keeps a small model's activations in
+    CPU cache, measured faster than bigger batches) and ``cache_budget`` cached + new positions: each row gets
+    its prompt's cached keys/values (a gather along the batch, no copy of the rest), the continuation is
+    right-padded after it, at positions continuing the prompt's. The result equals teacher forcing every pair
+    with a full forward (:func:`score_ids`) up to float rounding.
+    """
     import numpy as np
     import torch
 
@@ -225,45 +238,91 @@ def score_matrix_ids(
     counts = np.array([[len(c)] * len(prompts) for c in continuations], dtype=np.int64).reshape(
         len(continuations), len(prompts)
     )
-    nonempty = [i for i, c in enumerate(continuations) if c]
+    if any(len(p) == 0 for p in prompts):
+        raise ValueError("every prompt must have at least one token")
+    texts = sorted((i for i, c in enumerate(continuations) if c), key=lambda i: (len(continuations[i]), i))
+    if not texts or not prompts:
+        return sums, counts
     cache_kw = _cache_keyword(model)
-    for j, prompt in enumerate(prompts):
-        if not prompt:
-            raise ValueError("every prompt must have at least one token")
-        prompt_ids = torch.tensor([list(prompt)], dtype=torch.long, device=device)  # (1, P)
-        with torch.inference_mode():
-            head = model(input_ids=prompt_ids, use_cache=True)
-            last_lp = _scaled_logprobs(head.logits[0, -1], temperature)  # (V,): predicts each text's first token
-            for start in range(0, len(nonempty), batch_size):
-                rows = nonempty[start : start + batch_size]
-                width = max(len(continuations[i]) for i in rows)
-                ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-                mask = torch.zeros((len(rows), len(prompt) + width), dtype=torch.long)
-                mask[:, : len(prompt)] = 1
-                for b, i in enumerate(rows):
+    vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
+    max_positions = max(1, (1 << 25) // vocab) if vocab else 1 << 30  # rows x width of float32 logits <= 128 MiB
+    columns = sorted(range(len(prompts)), key=lambda j: (len(prompts[j]), j))
+    longest_text = len(continuations[texts[-1]])
+    groups: list[list[int]] = []
+    for j in columns:  # prompts of similar length together; each group's rows must also fit the text pass
+        group = groups[-1] if groups else None
+        width = len(prompts[j])  # the longest so far (sorted)
+        if (
+            group is not None
+            and len(group) < batch_size
+            and width <= 1.125 * len(prompts[group[0]]) + 8  # little left padding (it is attended by every text row)
+            and (len(group) + 1) * (width + longest_text) <= cache_budget
+        ):
+            group.append(j)
+        else:
+            groups.append([j])
+    with torch.inference_mode():
+        for group in groups:
+            ids, head_mask = _left_pad([prompts[j] for j in group], pad_id, device)  # (G, P)
+            positions = (head_mask.cumsum(-1) - 1).clamp(min=0)
+            head = model(
+                input_ids=ids, attention_mask=head_mask, position_ids=positions, use_cache=True, logits_to_keep=1
+            )
+            last_lp = _scaled_logprobs(head.logits[:, -1, :], temperature)  # (G, V): each text's first token
+            head_cache = _cache_of(head)
+            width_p = ids.shape[1]
+            lengths = head_mask.sum(-1)  # (G,) real prompt lengths
+            pairs = [(g, i) for i in texts for g in range(len(group))]  # text-major: similar lengths together
+            start = 0
+            while start < len(pairs):
+                stop = start + 1
+                while stop < len(pairs):
+                    rows_next, text_len = stop + 1 - start, len(continuations[pairs[stop][1]])
+                    if (
+                        rows_next * text_len > min(token_budget, max_positions)
+                        or rows_next * (width_p + text_len) > cache_budget
+                    ):
+                        break
+                    stop += 1
+                rows = pairs[start:stop]
+                start = stop
+                width = max(len(continuations[i]) for _, i in rows)
+                text_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+                text_mask = torch.zeros((len(rows), width), dtype=torch.long)
+                for b, (_, i) in enumerate(rows):
                     c = continuations[i]
-                    ids[b, : len(c)] = torch.tensor(list(c), dtype=torch.long)
-                    mask[b, len(prompt) : len(prompt) + len(c)] = 1
-                ids, mask = ids.to(device), mask.to(device)
-                cache = _repeat_cache(_cache_of(head), len(rows))
-                positions = torch.arange(len(prompt), len(prompt) + width, device=device)[None].expand(len(rows), -1)
+                    text_ids[b, : len(c)] = torch.tensor(list(c), dtype=torch.long)
+                    text_mask[b, : len(c)] = 1
+                text_ids, text_mask = text_ids.to(device), text_mask.to(device)
+                index = torch.tensor([g for g, _ in rows], dtype=torch.long, device=device)
+                cache = _select_cache(head_cache, index)
+                mask = torch.cat([head_mask[index], text_mask], dim=1)
+                text_pos = lengths[index][:, None] + torch.arange(width, device=device)[None]
                 logits = model(
-                    input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **{cache_kw: cache}
-                ).logits  # (B, W, V)
-                logp = _scaled_logprobs(logits[:, :-1], temperature)  # predicts tokens 1..W-1 of each text
-                rest = logp.gather(-1, ids[:, 1:, None])[..., 0] if width > 1 else None  # (B, W-1)
-                first = last_lp[ids[:, 0]]  # (B,)
-                for b, i in enumerate(rows):
-                    n = len(continuations[i])
-                    total = float(first[b]) + (float(rest[b, : n - 1].sum()) if n > 1 else 0.0)
-                    sums[i, j] = total
+                    input_ids=text_ids, attention_mask=mask, position_ids=text_pos, use_cache=True, **{cache_kw: cache}
+                ).logits  # (R, W, V)
+                first = last_lp[index, text_ids[:, 0]]  # (R,)
+                if width > 1:
+                    logp = _scaled_logprobs(logits[:, :-1], temperature)  # predicts tokens 1..W-1 of each text
+                    rest = logp.gather(-1, text_ids[:, 1:, None])[..., 0]  # (R, W-1)
+                    rest = (rest.double() * text_mask[:, 1:]).sum(-1)
+                    totals = (first.double() + rest).cpu().tolist()
+                else:
+                    totals = first.double().cpu().tolist()
+                for (g, i), total in zip(rows, totals):
+                    sums[i, group[g]] = total
     return sums, counts
 
 
-def _repeat_cache(cache, times: int):
-    """A copy of a batch-1 KV cache repeated ``times`` along the batch (the original stays reusable)."""
+def _select_cache(cache, index):
+    """A cache holding rows ``index`` (repeats allowed) of ``cache``, which stays reusable."""
     import copy
 
-    clone = copy.deepcopy(cache)
-    clone.batch_repeat_interleave(times)
+    layers = getattr(cache, "layers", None)
+    if layers is not None:  # transformers >= 4.56: rows are gathered, the other rows' tensors are not copied
+        clone = copy.copy(cache)
+        clone.layers = [copy.copy(layer) for layer in layers]
+    else:
+        clone = copy.deepcopy(cache)
+    clone.batch_select_indices(index)
     return clone

@@ -164,10 +164,18 @@ class HFAgent(Agent):
     def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str]):
         from harness.agents.decoding import score_matrix_ids
 
-        heads = [self._encode(self.render(c)) for c in contexts]
+        rendered = [self.render(c) for c in contexts]
+        heads = [self._encode(r) for r in rendered]
         # Text ids from the first context's joint encoding (prompts end at the prefill or a special token,
-        # so the split does not depend on which context precedes the text).
-        bodies = [self._split(contexts[0], t)[1] if contexts else [] for t in texts]
+        # so the split does not depend on which context precedes the text); the same split as _split.
+        bodies = []
+        for t in texts:
+            if not contexts:
+                bodies.append([])
+                continue
+            joint = self._encode(rendered[0] + t)
+            head = heads[0]
+            bodies.append(joint[len(head) :] if joint[: len(head)] == head else self._encode(t))
         return score_matrix_ids(
             self.model,
             heads,

@@ -116,6 +116,39 @@ def test_score_matrix_with_prefix_cache_matches_full_forwards(agent):
     assert all(math.isfinite(est.value) for est in metrics.values())
 
 
+@pytest.mark.parametrize("token_budget, batch_size", [(1024, 32), (12, 2), (1, 1)])
+def test_batched_score_matrix_equals_teacher_forcing_each_pair(agent, token_budget, batch_size):
+    """The optimised scorer (prompts left-padded in batches, many (prompt, text) rows per forward on gathered
+    KV caches, texts sorted by length) equals one full forward per pair within float noise, for prompts and
+    texts of different lengths, empty and one-token texts, whatever the budget splits."""
+    from harness.agents.decoding import score_matrix_ids
+
+    ctxs = [
+        Context(({"role": "system", "content": "Pick an arm."}, {"role": "user", "content": "Arms: A and B."}), "<think>"),
+        Context(({"role": "system", "content": "Pick an arm. " * 6}, {"role": "user", "content": "Arms: Bank Vault."}), "<think>"),
+        Context(({"role": "user", "content": "x"},), ""),
+        Context(({"role": "system", "content": "Pick an arm."}, {"role": "user", "content": "Arms: A and B."}), "<think>"),
+    ]  # fmt: skip
+    texts = ["I pull A1 because it is bold and the risky arm pays more", "Turtle", "", "T", "maybe the Dragon arm"]
+    heads = [encode(agent, prompt_text(agent, c)) for c in ctxs]
+    bodies = [encode(agent, t) for t in texts]
+    sums, counts = score_matrix_ids(
+        agent.model, heads, bodies, temperature=agent.options.temperature, pad_id=agent.pad_id,
+        batch_size=batch_size, token_budget=token_budget,
+    )  # fmt: skip
+    assert sums.shape == counts.shape == (len(texts), len(ctxs))
+    for i, text in enumerate(texts):
+        for j, ctx in enumerate(ctxs):
+            if not text:
+                assert (sums[i, j], counts[i, j]) == (0.0, 0)
+                continue
+            expected, n = naive_logprob(agent, ctx, text)
+            assert counts[i, j] == n
+            assert abs(sums[i, j] / n - expected / n) < 1e-5
+            assert sums[i, j] == pytest.approx(expected, rel=1e-6, abs=1e-5)
+    assert sums[:, 0].tolist() == sums[:, 3].tolist()  # identical prompts, identical numbers
+
+
 def test_generation_is_seeded_per_row_batched_with_left_padding(agent):
     ctx_short = contexts(1)[0]
     ctx_long = Context(
