@@ -72,10 +72,15 @@ def _json_default(value: Any) -> Any:
     return repr(value)
 
 
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default)
+"""What ``json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default)``
+builds on every call (an encoder is stateless between calls), built once."""
+
+
 def dumps_line(record: dict[str, Any]) -> str:
     """One episodes.jsonl line (with its newline); anything JSON cannot hold goes through :func:`jsonable`."""
     try:  # fast path: plain data (the common case) is encoded as is
-        text = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default)
+        text = _LINE_ENCODER.encode(record)
     except (ValueError, TypeError):  # NaN/inf somewhere, or non-string keys
         text = json.dumps(jsonable(record), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return text + "\n"
