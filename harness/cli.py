@@ -20,7 +20,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.agents.registry import AgentOptions, available_agents
-from harness.config import PRESETS, EnvPlan, RunConfig, baseline_plan, preset_config, resolve_env_id
+from harness.config import (
+    BASELINE_CONTEXT_TURNS,
+    BASELINE_MAX_NEW_TOKENS,
+    PRESETS,
+    EnvPlan,
+    RunConfig,
+    baseline_plan,
+    preset_config,
+    resolve_env_id,
+)
 
 
 def _context_turns(text: str) -> int | None:
@@ -46,9 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--samples", type=int, help="rollouts per seed, on the same seed (default 4)")
     run.add_argument("--seed-start", type=int, default=0, help="first env seed (default 0)")
     run.add_argument("--seed", type=int, default=0, help="run seed for agent sampling (default 0)")
-    run.add_argument("--context", type=_context_turns, default=None, help="'full' (default) or last K turns")
+    run.add_argument(
+        "--context", type=_context_turns, default=-1, help="'full' or last K turns (default: full; baseline: 2)"
+    )
     run.add_argument("--temperature", type=float, default=1.0)
-    run.add_argument("--max-new-tokens", type=int, default=200)
+    run.add_argument("--max-new-tokens", type=int, default=None, help="per-turn token budget (200; baseline 96)")
     run.add_argument("--device", default="auto")
     run.add_argument("--dtype", default="auto")
     run.add_argument("--batch-size", type=int, default=16, help="episodes in lockstep per worker task")
@@ -85,14 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     options = AgentOptions(
         temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
+        max_new_tokens=args.max_new_tokens
+        if args.max_new_tokens is not None
+        else (BASELINE_MAX_NEW_TOKENS if args.what in PRESETS else 200),
         device=args.device,
         dtype=args.dtype,
         batch_size=args.batch_size,
     )
     common = dict(
         seed=args.seed,
-        context_turns=args.context,
+        context_turns=args.context
+        if args.context != -1
+        else (BASELINE_CONTEXT_TURNS if args.what in PRESETS else None),
         agent_options=options,
         batch_size=args.batch_size,
         mi_samples=args.mi_samples,

@@ -111,16 +111,31 @@ def resolve_env_id(name: str) -> str:
 BASELINE_AGENTS = ("random", "oracle", "tiny")
 """``tiny`` is the LM shipped in ``baselines/tiny/model``: real success, MI and entropy from a language model."""
 
-BASELINE_DEFAULT = (32, 4)
-"""(seeds, samples per seed) per env and agent: 128 episodes, enough for MI on 64 first-turn pairs."""
+BASELINE_DEFAULT = (8, 4)
+"""(seeds, samples per seed) per env and agent: 32 episodes, 8 distinct first-turn prompts for the MI family
+(RAGEN-2's own first-turn batches have N = 8 prompts). Sized so that the tiny LM, the slow agent here, keeps
+``harness run baseline`` within minutes on 2 CPU cores; use ``--episodes``/``--samples`` for tighter CIs."""
 
 BASELINE_OVERRIDES = (
-    ("ragen/CodeExec*", (8, 4)),
-    ("ragen/*Code*", (8, 4)),
-    ("ragen/WebShop*", (16, 4)),
+    ("ragen/CodeExec*", (2, 4)),
+    ("ragen/*Code*", (2, 4)),
+    ("ragen/WebShop*", (2, 4)),
+    ("ragen/Sokoban-10x10*", (2, 4)),
+    ("ragen/Sokoban-8x8*", (4, 4)),
+    ("ragen/FrozenLake-8x8*", (4, 4)),
 )
-"""Slower envs (a sandboxed process per step; page rendering) get fewer seeds so that ``harness run
+"""Slower envs (a sandboxed process per step; page rendering; 10–20-turn episodes whose prompts grow with the
+history, which the tiny LM re-reads every turn) get fewer seeds so that ``harness run
 baseline`` stays within a few minutes on 2 CPU cores. First match wins."""
+
+BASELINE_MAX_NEW_TOKENS = 96
+"""Per-turn token budget of the baseline preset: the tiny LM answers in ~45 tokens; a derailed response
+would otherwise run to the 200-token default and bloat every later prompt of a 20-turn episode."""
+
+BASELINE_CONTEXT_TURNS = 2
+"""Earlier turns the baseline preset keeps in the prompt (``--context full`` restores the whole history). An LM
+agent re-reads its prompt every turn, so full history makes a 20-turn Sokoban-10x10 episode cost quadratically
+in turns; two turns of history keep the preset within minutes on CPU."""
 
 
 def baseline_plan(env_id: str) -> tuple[int, int]:
