@@ -11,14 +11,11 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
+from tiny_lm import build_tiny_llama  # noqa: E402
+
 from harness.agents import AgentOptions, Context, Request, make_agent  # noqa: E402
 from harness.cli import main  # noqa: E402
 from harness.metrics import collapse_metrics  # noqa: E402
-
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -32,36 +29,7 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    import gymnasium as gym
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    import ragen_envs  # noqa: F401  (the corpus is env text)
-
-    env = gym.make("ragen/Bandit-v0")
-    corpus = []
-    for seed in range(20):
-        obs, info = env.reset(seed=seed)
-        corpus += [obs, info["instructions"], env.unwrapped.oracle_response()]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400, special_tokens=["<pad>", "<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tok.train_from_iterator(corpus, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
-    fast.chat_template = CHAT_TEMPLATE
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=4096, pad_token_id=fast.pad_token_id,
-        eos_token_id=fast.eos_token_id, bos_token_id=fast.eos_token_id,
-    )  # fmt: skip
-    path = tmp_path_factory.mktemp("tiny-llama")
-    LlamaForCausalLM(config).save_pretrained(path)
-    fast.save_pretrained(path)
-    return path
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
 @pytest.fixture(scope="module")

@@ -11,45 +11,19 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
+from tiny_lm import build_tiny_llama  # noqa: E402
+
 from harness.cli import main as harness  # noqa: E402
 from leaderboard.build import build  # noqa: E402
 from leaderboard.cli import main  # noqa: E402
 
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
-
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    import gymnasium as gym
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    env = gym.make("ragen/Bandit-v0")
-    corpus = []
-    for seed in range(10):
-        obs, info = env.reset(seed=seed)
-        corpus += [obs, info["instructions"], env.unwrapped.oracle_response()]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    alphabet = pre_tokenizers.ByteLevel.alphabet()
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "<eos>"],
-                                                        initial_alphabet=alphabet))  # fmt: skip
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
-    fast.chat_template = CHAT_TEMPLATE
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(fast), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-        num_key_value_heads=1, max_position_embeddings=4096, pad_token_id=fast.pad_token_id,
-        eos_token_id=fast.eos_token_id, bos_token_id=fast.eos_token_id,
+    return build_tiny_llama(
+        tmp_path_factory.mktemp("tiny-llama"), corpus_seeds=10, vocab_size=300, hidden=16, intermediate=32, layers=1,
+        heads=2, kv_heads=1,
     )  # fmt: skip
-    path = tmp_path_factory.mktemp("tiny-llama")
-    LlamaForCausalLM(config).save_pretrained(path)
-    fast.save_pretrained(path)
-    return path
 
 
 @pytest.mark.slow
