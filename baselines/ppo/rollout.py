@@ -14,6 +14,7 @@ earlier text, falls back to rendering each prompt afresh (``chained=False``, one
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import gymnasium as gym
@@ -89,8 +90,14 @@ def next_prompt(tokenizer, slot: dict, context: Context) -> list[int]:
     return ids
 
 
-def collect_rollouts(model, tokenizer, config, iteration: int, groups: list[int]) -> list[Episode]:
-    """Play ``samples_per_prompt`` episodes for each group in ``groups``; turn-synchronous batched sampling."""
+def collect_rollouts(
+    model, tokenizer, config, iteration: int, groups: list[int], sampler: Callable | None = None
+) -> list[Episode]:
+    """Play ``samples_per_prompt`` episodes for each group in ``groups``; turn-synchronous batched sampling.
+
+    ``sampler(prompts, seeds) -> list[Sampled]`` replaces our KV-cache sampler over ``model`` (the vLLM engine
+    passes its own), so every backend shares this loop, the prompts and the episode bookkeeping.
+    """
     kwargs = dict(config.env_kwargs)
     if config.max_turns is not None:
         kwargs["max_turns"] = config.max_turns
@@ -127,6 +134,9 @@ def collect_rollouts(model, tokenizer, config, iteration: int, groups: list[int]
         ]
         outputs = []
         for start in range(0, len(live), 64):  # bounded batch for memory
+            if sampler is not None:
+                outputs += sampler(prompts[start : start + 64], seeds[start : start + 64])
+                continue
             outputs += sample_batch(
                 model,
                 tokenizer,

@@ -12,11 +12,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import gymnasium as gym
-
-from baselines.ppo.rollout import Episode, TurnSample, env_seed_for, render_prompt
-from harness.prompting import build_context, prefill_for, user_message
-from harness.seeding import derive_seed
+from baselines.ppo.generation import Sampled
+from baselines.ppo.rollout import Episode, collect_rollouts
 
 
 def _import_vllm():
@@ -48,47 +45,28 @@ class VLLMEngine:
             self.tokenizer.save_pretrained(self.scratch)
             self.llm = self.vllm.LLM(model=str(self.scratch), gpu_memory_utilization=0.35, enforce_eager=True)
 
-    def collect(self, iteration: int, groups: list[int]) -> list[Episode]:
+    def sample(self, prompts: list[list[int]], seeds: list[int]) -> list[Sampled]:
+        """One continuation per prompt id list, seeded per request, with sampled-token log-probs."""
         cfg = self.config
-        slots = []
-        for group in groups:
-            seed = env_seed_for(cfg.seed, iteration, group)
-            for sample in range(cfg.samples_per_prompt):
-                env = gym.make(cfg.env_id, **cfg.env_kwargs)
-                obs, info = env.reset(seed=seed)
-                slots.append([env, Episode(group, sample, seed, chained=False), {"role": "system", "content": info["instructions"]},
-                              [], user_message(1, obs, None), prefill_for(env.unwrapped.response_format), False])  # fmt: skip
-        turn = 0
-        while any(not s[6] for s in slots):
-            turn += 1
-            live = [s for s in slots if not s[6]]
-            contexts = [build_context(s[2], s[3], s[4], s[5], cfg.context_turns) for s in live]
-            prompts = [render_prompt(self.tokenizer, c) for c in contexts]
-            params = [
-                self.vllm.SamplingParams(
-                    temperature=cfg.temperature,
-                    max_tokens=cfg.max_new_tokens,
-                    logprobs=0,
-                    stop=["</answer>"],
-                    include_stop_str_in_output=True,
-                    seed=derive_seed("train-sample", cfg.seed, iteration, s[1].group, s[1].sample, turn) % (2**31),
-                )  # fmt: skip
-                for s in live
-            ]
-            outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
-            for slot, context, prompt, out in zip(live, contexts, prompts, outputs):
-                completion = out.outputs[0]
-                ids = list(completion.token_ids)
-                logprobs = [float(next(iter(lp.values())).logprob) for lp in (completion.logprobs or [])]
-                text = completion.text
-                obs, reward, terminated, truncated, info = slot[0].step(context.prefill + text)
-                episode = slot[1]
-                episode.turns.append(TurnSample(episode.group, episode.sample, turn, context, prompt, ids, logprobs,
-                                                [], context.prefill + text, float(reward)))  # fmt: skip
-                episode.episode_return += float(reward)
-                slot[3].append((slot[4], {"role": "assistant", "content": context.prefill + text}))
-                slot[4] = user_message(turn + 1, obs, float(reward))
-                if terminated or truncated:
-                    episode.success = bool(info.get("success", False))
-                    slot[6] = True
-        return [s[1] for s in slots]
+        params = [
+            self.vllm.SamplingParams(
+                temperature=cfg.temperature,
+                max_tokens=cfg.max_new_tokens,
+                logprobs=0,
+                stop=["</answer>"],
+                include_stop_str_in_output=True,
+                seed=seed % (2**31),
+            )  # fmt: skip
+            for seed in seeds
+        ]
+        outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
+        sampled = []
+        for out in outputs:
+            completion = out.outputs[0]
+            logprobs = [float(next(iter(lp.values())).logprob) for lp in (completion.logprobs or [])]
+            sampled.append(Sampled(list(completion.token_ids), logprobs, []))  # vLLM returns no full entropies
+        return sampled
+
+    def collect(self, iteration: int, groups: list[int]) -> list[Episode]:
+        """The shared rollout loop, sampling with the engine."""
+        return collect_rollouts(None, self.tokenizer, self.config, iteration, groups, sampler=self.sample)

@@ -222,3 +222,23 @@ def test_prompts_are_append_only_so_an_episode_is_one_row(tiny_model_dir, tmp_pa
     episodes = collect_rollouts(trainer.policy, trainer.tokenizer, windowed, 0, [0])
     assert not any(e.chained for e in episodes)
     assert len(B.build_rows(episodes)[0]) == sum(len(e.turns) for e in episodes)
+
+
+def test_rollouts_take_a_backend_sampler(tiny_model_dir, tmp_path):
+    """The loop the vLLM engine uses: a sampler callable replaces the model; its ids are what gets recorded."""
+    from baselines.ppo.generation import Sampled
+
+    cfg = small_config(tiny_model_dir, tmp_path)
+    trainer = Trainer(cfg)
+    calls = []
+
+    def sampler(prompts, seeds):
+        calls.append((len(prompts), list(seeds)))
+        ids = trainer.tokenizer("nothing</think><answer>nope</answer>", add_special_tokens=False)["input_ids"]
+        return [Sampled(list(ids), [0.0] * len(ids), []) for _ in prompts]
+
+    episodes = collect_rollouts(None, trainer.tokenizer, cfg, 0, [0, 1], sampler=sampler)
+    assert len(episodes) == 4 and all(len(e.turns) == 2 for e in episodes)  # invalid arm twice -> max_turns
+    assert [n for n, _ in calls] == [4, 4] and len(set(calls[0][1])) == 4
+    assert all(t.response_text == "<think>nothing</think><answer>nope</answer>" for e in episodes for t in e.turns)
+    assert all(e.chained for e in episodes)
