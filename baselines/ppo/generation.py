@@ -1,104 +1,36 @@
-"""Batched sampling with a KV cache that returns what training needs: token ids, log-probs and entropies.
+"""Rollout sampling through the shared decoder, and teacher-forced scoring for the update.
 
-We sample ourselves instead of calling ``model.generate`` because the learner needs the exact token ids it
-will later score (no decode/re-encode drift), the sampling log-probs and entropies at every step, and one
-``torch.Generator`` per sequence so a response is a pure function of (prompt, seed) whatever else shares the
-batch.
+Sampling is :func:`harness.agents.decoding.generate_ids` (the same code the ``hf:``/``tiny`` agents use):
+left-padded batch, one prefill forward, a KV cache, one seeded ``torch.Generator`` per row (a response is a
+function of its prompt and seed, not of the batch), and per-token log-probs and entropies of the distribution
+each token was drawn from. :func:`sample_responses` adapts it to the learner's rollout loop; any other backend (the vLLM
+engine) plugs in as a callable with the same signature returning :class:`Decoded` rows.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
+from harness.agents.decoding import Decoded, generate_ids
 
-@dataclass(frozen=True)
-class Sampled:
-    """One generated continuation."""
-
-    ids: list[int]
-    logprobs: list[float]
-    """log π(token) under the temperature-scaled sampling distribution."""
-    entropies: list[float]
-    """Entropy (nats) of the sampling distribution at each step."""
+STOP_TEXT = "</answer>"
 
 
-def _cache_kwarg(model) -> str:
-    """Name of the KV-cache argument: ``cache`` in transformers ≥ 5.2x, ``past_key_values`` before."""
-    import inspect
-
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-
-
-def _cache_of(out):
-    return getattr(out, "cache", None) if getattr(out, "cache", None) is not None else out.past_key_values
-
-
-def _stop_hit(tokenizer, ids: list[int], stop_text: str | None, tail_tokens: int = 8) -> bool:
-    if not stop_text or not ids:
-        return False
-    return stop_text in tokenizer.decode(ids[-tail_tokens:], skip_special_tokens=False)
-
-
-@torch.no_grad()
-def sample_batch(
-    model,
-    tokenizer,
-    prompts: list[list[int]],
-    seeds: list[int],
-    *,
-    max_new_tokens: int,
-    temperature: float = 1.0,
-    stop_text: str | None = "</answer>",
-) -> list[Sampled]:
-    """Sample one continuation per prompt (left-padded batch, KV cache, per-sequence generators)."""
-    device = next(model.parameters()).device
+def sample_responses(
+    model, tokenizer, prompts: list[list[int]], seeds: list[int], *, max_new_tokens: int, temperature: float = 1.0
+) -> list[Decoded]:
+    """One continuation per prompt; stops at EOS (kept) or once ``</answer>`` has been written."""
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    eos_id = tokenizer.eos_token_id
-    width = max(len(p) for p in prompts)
-    input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(prompts), width), dtype=torch.long)
-    for row, prompt in enumerate(prompts):
-        input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
-        attention[row, width - len(prompt) :] = 1
-    input_ids, attention = input_ids.to(device), attention.to(device)
-    positions = (attention.cumsum(-1) - 1).clamp_min(0)
-    generators = [torch.Generator(device="cpu").manual_seed(int(seed) % (2**63)) for seed in seeds]
-
-    cache_arg = _cache_kwarg(model)
-    outputs = [Sampled([], [], []) for _ in prompts]
-    active = [True] * len(prompts)
-    out = model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True)
-    for _ in range(max_new_tokens):
-        logits = out.logits[:, -1, :].float() / temperature  # (B, V)
-        logp = torch.log_softmax(logits, dim=-1).cpu()
-        probs = logp.exp()
-        entropy = -(probs * logp).sum(-1)
-        next_tokens = torch.full((len(prompts),), pad_id, dtype=torch.long)
-        for row in range(len(prompts)):
-            if not active[row]:
-                continue
-            token = int(torch.multinomial(probs[row], 1, generator=generators[row]))
-            next_tokens[row] = token
-            sampled = outputs[row]
-            sampled.ids.append(token)
-            sampled.logprobs.append(float(logp[row, token]))
-            sampled.entropies.append(float(entropy[row]))
-            if token == eos_id or _stop_hit(tokenizer, sampled.ids, stop_text):
-                active[row] = False
-        if not any(active):
-            break
-        attention = torch.cat([attention, torch.ones((len(prompts), 1), dtype=torch.long, device=device)], dim=1)
-        positions = positions[:, -1:] + 1
-        out = model(
-            input_ids=next_tokens.unsqueeze(1).to(device),
-            attention_mask=attention,
-            position_ids=positions,
-            use_cache=True,
-            **{cache_arg: _cache_of(out)},
-        )
-    return outputs
+    return generate_ids(
+        model,
+        prompts,
+        seeds,
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        stop_ids=[tokenizer.eos_token_id],
+        pad_id=pad_id,
+        stop_text=(tokenizer, STOP_TEXT),
+    )
 
 
 Spans = list[tuple[int, int]]

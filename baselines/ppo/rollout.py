@@ -20,10 +20,13 @@ from dataclasses import dataclass, field
 import gymnasium as gym
 
 import ragen_envs  # noqa: F401  (registers the ids)
-from baselines.ppo.generation import sample_batch
+from baselines.ppo.generation import sample_responses
 from harness.agents.base import Context
 from harness.prompting import build_context, prefill_for, user_message
 from harness.seeding import derive_seed
+
+SAMPLE_BATCH = 64
+"""Rows per decoder call (bounds the KV cache's memory)."""
 
 
 @dataclass
@@ -95,7 +98,7 @@ def collect_rollouts(
 ) -> list[Episode]:
     """Play ``samples_per_prompt`` episodes for each group in ``groups``; turn-synchronous batched sampling.
 
-    ``sampler(prompts, seeds) -> list[Sampled]`` replaces our KV-cache sampler over ``model`` (the vLLM engine
+    ``sampler(prompts, seeds) -> list[Decoded]`` replaces the shared decoder over ``model`` (the vLLM engine
     passes its own), so every backend shares this loop, the prompts and the episode bookkeeping.
     """
     kwargs = dict(config.env_kwargs)
@@ -132,21 +135,24 @@ def collect_rollouts(
             derive_seed("train-sample", config.seed, iteration, s["episode"].group, s["episode"].sample, turn)
             for s in live
         ]
-        outputs = []
-        for start in range(0, len(live), 64):  # bounded batch for memory
+        outputs = [None] * len(live)
+        # rows of similar length share a batch (little padding); each row's tokens depend on its seed only
+        order = sorted(range(len(live)), key=lambda i: (len(prompts[i]), i))
+        for start in range(0, len(order), SAMPLE_BATCH):
+            rows = order[start : start + SAMPLE_BATCH]
+            batch_prompts, batch_seeds = [prompts[i] for i in rows], [seeds[i] for i in rows]
             if sampler is not None:
-                outputs += sampler(prompts[start : start + 64], seeds[start : start + 64])
-                continue
-            outputs += sample_batch(
-                model,
-                tokenizer,
-                prompts[start : start + 64],
-                seeds[start : start + 64],
-                max_new_tokens=config.max_new_tokens,
-                temperature=config.temperature,
-            )
+                decoded = sampler(batch_prompts, batch_seeds)
+            else:
+                decoded = sample_responses(
+                    model, tokenizer, batch_prompts, batch_seeds,
+                    max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                )  # fmt: skip
+            for i, out in zip(rows, decoded):
+                outputs[i] = out
         for slot, context, prompt, out in zip(live, contexts, prompts, outputs):
-            text = tokenizer.decode(out.ids, skip_special_tokens=True)
+            response_ids = list(out.token_ids)
+            text = tokenizer.decode(response_ids, skip_special_tokens=True)
             observation, reward, terminated, truncated, info = slot["env"].step(context.prefill + text)
             episode = slot["episode"]
             episode.turns.append(
@@ -156,17 +162,17 @@ def collect_rollouts(
                     turn=turn,
                     context=context,
                     prompt_ids=prompt,
-                    response_ids=out.ids,
-                    sample_logprobs=out.logprobs,
-                    sample_entropies=out.entropies,
+                    response_ids=response_ids,
+                    sample_logprobs=list(out.logprobs),
+                    sample_entropies=list(out.entropies),
                     response_text=context.prefill + text,
                     reward=float(reward),
                 )
             )
             episode.episode_return += float(reward)
             slot["text_so_far"] = slot["prompt_text"] + text
-            slot["ids_so_far"] = prompt + out.ids
-            ended_with_eos = bool(out.ids) and out.ids[-1] == tokenizer.eos_token_id
+            slot["ids_so_far"] = prompt + response_ids
+            ended_with_eos = bool(response_ids) and response_ids[-1] == tokenizer.eos_token_id
             slot["eos_text"] = tokenizer.decode([tokenizer.eos_token_id]) if ended_with_eos else ""
             slot["exchanges"].append((slot["current"], {"role": "assistant", "content": context.prefill + text}))
             slot["current"] = user_message(turn + 1, observation, float(reward))

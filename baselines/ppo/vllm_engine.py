@@ -12,8 +12,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from baselines.ppo.generation import Sampled
+from baselines.ppo.generation import STOP_TEXT
 from baselines.ppo.rollout import Episode, collect_rollouts
+from harness.agents.decoding import Decoded
 
 
 def _import_vllm():
@@ -45,7 +46,7 @@ class VLLMEngine:
             self.tokenizer.save_pretrained(self.scratch)
             self.llm = self.vllm.LLM(model=str(self.scratch), gpu_memory_utilization=0.35, enforce_eager=True)
 
-    def sample(self, prompts: list[list[int]], seeds: list[int]) -> list[Sampled]:
+    def sample(self, prompts: list[list[int]], seeds: list[int]) -> list[Decoded]:
         """One continuation per prompt id list, seeded per request, with sampled-token log-probs."""
         cfg = self.config
         params = [
@@ -53,7 +54,7 @@ class VLLMEngine:
                 temperature=cfg.temperature,
                 max_tokens=cfg.max_new_tokens,
                 logprobs=0,
-                stop=["</answer>"],
+                stop=[STOP_TEXT],
                 include_stop_str_in_output=True,
                 seed=seed % (2**31),
             )  # fmt: skip
@@ -64,7 +65,9 @@ class VLLMEngine:
         for out in outputs:
             completion = out.outputs[0]
             logprobs = [float(next(iter(lp.values())).logprob) for lp in (completion.logprobs or [])]
-            sampled.append(Sampled(list(completion.token_ids), logprobs, []))  # vLLM returns no full entropies
+            ids = tuple(completion.token_ids)
+            stopped = completion.finish_reason == "stop"
+            sampled.append(Decoded(ids, tuple(logprobs), (), stopped))  # vLLM returns no full entropies
         return sampled
 
     def collect(self, iteration: int, groups: list[int]) -> list[Episode]:

@@ -226,7 +226,7 @@ def test_prompts_are_append_only_so_an_episode_is_one_row(tiny_model_dir, tmp_pa
 
 def test_rollouts_take_a_backend_sampler(tiny_model_dir, tmp_path):
     """The loop the vLLM engine uses: a sampler callable replaces the model; its ids are what gets recorded."""
-    from baselines.ppo.generation import Sampled
+    from harness.agents.decoding import Decoded
 
     cfg = small_config(tiny_model_dir, tmp_path)
     trainer = Trainer(cfg)
@@ -235,7 +235,7 @@ def test_rollouts_take_a_backend_sampler(tiny_model_dir, tmp_path):
     def sampler(prompts, seeds):
         calls.append((len(prompts), list(seeds)))
         ids = trainer.tokenizer("nothing</think><answer>nope</answer>", add_special_tokens=False)["input_ids"]
-        return [Sampled(list(ids), [0.0] * len(ids), []) for _ in prompts]
+        return [Decoded(tuple(ids), (0.0,) * len(ids), (), True) for _ in prompts]
 
     episodes = collect_rollouts(None, trainer.tokenizer, cfg, 0, [0, 1], sampler=sampler)
     assert len(episodes) == 4 and all(len(e.turns) == 2 for e in episodes)  # invalid arm twice -> max_turns
