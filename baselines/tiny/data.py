@@ -5,7 +5,8 @@ Every episode is played in a real env (``gym.make``) and recorded as the chat an
 exactly the prompts ``harness run`` gives it), with a flag per assistant turn saying whether it is a
 training target. Three kinds of episode:
 
-- ``oracle``: every turn is ``env.unwrapped.oracle_response()``; all turns are targets.
+- ``oracle``: every turn is the teacher's response (:mod:`baselines.tiny.teacher`: the oracle's moves with
+  step-by-step reasoning); all turns are targets.
 - ``perturbed``: at each turn, with probability ``random_prob`` a random valid-format response
   (``env.action_space.sample()``: a random legal action with filler reasoning) and with probability
   ``junk_prob`` a malformed one (the env answers with its "invalid response" feedback); the other turns are
@@ -15,8 +16,8 @@ training target. Three kinds of episode:
   running out of turns) are kept as they are: their oracle turns are still targets, so the model learns
   from states that lead nowhere good as well.
 
-The oracle's reasoning describes the actual state (positions, names), so a model that imitates it has to
-read its input: reasoning that depends on the input is what the MI diagnostics measure.
+The teacher's reasoning copies and checks the actual state (positions, names), so a model that imitates it
+has to read its input: reasoning that depends on the input is what the MI diagnostics measure.
 
 Everything is a pure function of (env id, seed, kind, config): the episode's env seed drives the env, and a
 ``numpy`` generator seeded from the same numbers drives the perturbations and the action-space sampler.
@@ -30,6 +31,7 @@ import gymnasium as gym
 import numpy as np
 
 import ragen_envs
+from baselines.tiny.teacher import teacher_response
 from harness.prompting import build_context, prefill_for, user_message
 from ragen_envs.core import check_range
 
@@ -62,7 +64,7 @@ class Episode:
 class DataConfig:
     """How many episodes of which kind to record per env."""
 
-    episodes_per_env: int = 600
+    episodes_per_env: int = 800
     """Episodes recorded per env (each is one training sequence)."""
     episodes_override: tuple[tuple[str, int], ...] = (("ragen/Bandit-v0", 3000),)
     """Per-env exceptions to ``episodes_per_env``. Bandit episodes are one short turn (~50 tokens), and they
@@ -112,7 +114,8 @@ def play_episode(env: gym.Env, seed: int, rng: np.random.Generator, random_prob:
         elif draw < random_prob + junk_prob:
             response, target = JUNK_RESPONSES[int(rng.integers(len(JUNK_RESPONSES)))], False
         else:
-            response, target = base.oracle_response(), True
+            response = teacher_response(env)
+            response, target = (base.oracle_response(), False) if response is None else (response, True)
         exchanges.append((current, {"role": "assistant", "content": response}))
         targets.append(target)
         obs, reward, terminated, truncated, info = env.step(response)

@@ -47,7 +47,7 @@ class TrainConfig:
     """Episodes longer than this (in tokens) are left out of training."""
     batch_tokens: int = 4096
     """Tokens per batch, padding included (episodes of similar length are batched together)."""
-    epochs: int = 5
+    epochs: int = 6
     lr: float = 2e-3
     warmup_steps: int = 20
     weight_decay: float = 0.01
@@ -141,8 +141,25 @@ def build_model(config: TrainConfig, tokenizer):
     return LlamaForCausalLM(model_config)
 
 
-def train(config: TrainConfig, out: Path, log=print) -> dict:
-    """Run the whole recipe and save the model to ``out``; return the training log."""
+def save_model(model, tokenizer, out: Path) -> None:
+    """Weights, tokenizer and generation settings (stop at ``<|im_end|>`` or ``</answer>``) to ``out``."""
+    model.eval()
+    model.generation_config.eos_token_id = [
+        tokenizer.convert_tokens_to_ids(IM_END),
+        tokenizer.convert_tokens_to_ids("</answer>"),
+    ]
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+
+
+def train(config: TrainConfig, out: Path, log=print, snapshots: Path | None = None) -> dict:
+    """Run the whole recipe and save the model to ``out``; return the training log.
+
+    ``snapshots``, when given, receives the model after every epoch (overwritten each time), so a long run can
+    be evaluated while it trains; it does not change the training.
+    """
     import torch
 
     started = time.perf_counter()
@@ -214,17 +231,12 @@ def train(config: TrainConfig, out: Path, log=print) -> dict:
             if step % 25 == 0 or step == total_steps:
                 elapsed = time.perf_counter() - train_started
                 log(f"epoch {epoch} step {step}/{total_steps} loss {np.mean(losses[-25:]):.4f} ({elapsed:.0f}s)")
+        if snapshots is not None:
+            save_model(model, tokenizer, snapshots)
+            model.train()
     train_seconds = time.perf_counter() - train_started
 
-    model.eval()
-    model.generation_config.eos_token_id = [
-        tokenizer.convert_tokens_to_ids(IM_END),
-        tokenizer.convert_tokens_to_ids("</answer>"),
-    ]
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
+    save_model(model, tokenizer, out)
 
     evaluation = {}
     if config.eval_seeds:
@@ -256,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=TrainConfig.threads)
     parser.add_argument("--eval-seeds", type=int, default=TrainConfig.eval_seeds)
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
+    parser.add_argument("--snapshots", type=Path, default=None, help="also save the model here after every epoch")
     args = parser.parse_args(argv)
     config = TrainConfig(
         seed=args.seed,
@@ -269,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         threads=args.threads,
         eval_seeds=args.eval_seeds,
     )
-    record = train(config, args.out)
+    record = train(config, args.out, snapshots=args.snapshots)
     print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "total_seconds", "evaluation")}, indent=2))
     return 0
 

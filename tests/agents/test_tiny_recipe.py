@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from baselines.tiny.data import DataConfig, play_episode, record_episodes
+from baselines.tiny.teacher import teacher_response
 from harness.prompting import user_message
 
 pytest.importorskip("tokenizers")
@@ -37,9 +38,34 @@ def test_chat_is_the_harness_prompt():
     obs, info = env.reset(seed=3)
     assert episode.messages[0] == {"role": "system", "content": info["instructions"]}
     assert episode.messages[1] == user_message(1, obs, None)
-    assert episode.messages[2]["content"] == env.unwrapped.oracle_response()
+    assert episode.messages[2]["content"] == teacher_response(env)
     if len(episode.messages) > 3:
         assert episode.messages[3]["content"].startswith("Reward: ")
+
+
+@pytest.mark.parametrize(
+    ("env_id", "optimal_key"), [("ragen/FrozenLake-v0", "shortest_path_length"), ("ragen/Sokoban-v0", "optimal_moves")]
+)
+def test_teacher_wins_in_the_optimal_number_of_moves_and_reads_the_state(env_id, optimal_key):
+    """Solver-checked: the teacher wins every episode in the proven optimal number of moves, and its reasoning
+    starts by copying the player's cell from the observation it answers."""
+    import re
+
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    for seed in range(40):
+        obs, info = env.reset(seed=seed)
+        moves, done = 0, False
+        while not done:
+            response = teacher_response(env)
+            player = re.search(r"Player: (\(\d+, \d+\))", obs).group(1)
+            assert response.startswith(f"<think>Player: {player}."), (seed, response)
+            moves += response.count(" || ") + 1
+            obs, _, terminated, truncated, step_info = env.step(response)
+            done = terminated or truncated
+        assert step_info["success"], (env_id, seed)
+        assert moves == info[optimal_key], (env_id, seed, moves, info[optimal_key])
 
 
 @pytest.mark.parametrize(
