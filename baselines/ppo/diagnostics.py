@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from baselines.ppo.generation import sequence_logprobs
 from baselines.ppo.rollout import Episode, TurnSample
+from harness.agents.decoding import score_matrix_ids
 from harness.metrics import collapse_metrics
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -29,23 +29,26 @@ def reasoning_of(text: str) -> str | None:
     return reasoning or None
 
 
-@torch.no_grad()
-def score_matrix(policy, tokenizer, prompt_ids: list[list[int]], reasonings: list[str], temperature: float, micro: int):
-    """(M, N) mean and summed log p(reasoning_i | prompt_j), one batched pass per prompt column."""
-    reasoning_ids = [tokenizer(r, add_special_tokens=False)["input_ids"] for r in reasonings]
-    mean = np.zeros((len(reasonings), len(prompt_ids)))
-    total = np.zeros_like(mean)
-    for j, prompt in enumerate(prompt_ids):
-        for start in range(0, len(reasonings), micro):
-            chunk = reasoning_ids[start : start + micro]
-            logp, mask, _, _ = sequence_logprobs(
-                policy, [prompt + z for z in chunk], [[(len(prompt), len(prompt) + len(z))] for z in chunk], temperature
-            )
-            sums = (logp * mask).sum(-1).double().cpu().numpy()
-            counts = mask.sum(-1).double().cpu().numpy()
-            total[start : start + len(chunk), j] = sums
-            mean[start : start + len(chunk), j] = sums / np.maximum(counts, 1)
-    return mean, total
+def score_matrix(policy, tokenizer, prompt_ids: list[list[int]], reasonings: list[str], temperature: float):
+    """(M, N) mean and summed log p(reasoning_i | prompt_j) under the policy.
+
+    Each distinct prompt and each distinct reasoning is scored once and the matrix is expanded from them
+    (a group's samples share their first-turn prompt, and trajectory-uniform draws repeat turns, so this
+    cuts the work several-fold); the scoring itself is the shared scorer that reuses each prompt's KV cache
+    across every reasoning (:func:`harness.agents.decoding.score_matrix_ids`).
+    """
+    prompt_keys = [tuple(p) for p in prompt_ids]
+    unique_prompts = list(dict.fromkeys(prompt_keys))
+    unique_texts = list(dict.fromkeys(reasonings))
+    text_ids = [tokenizer(r, add_special_tokens=False)["input_ids"] for r in unique_texts]
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    sums, counts = score_matrix_ids(
+        policy, [list(p) for p in unique_prompts], text_ids, temperature=temperature, pad_id=pad_id
+    )
+    rows = np.array([unique_texts.index(r) for r in reasonings])
+    columns = np.array([unique_prompts.index(k) for k in prompt_keys])
+    total = sums[np.ix_(rows, columns)]
+    return total / np.maximum(counts[np.ix_(rows, columns)], 1), total
 
 
 def _pairs_first_turn(episodes: list[Episode], rng: np.random.Generator, count: int):
@@ -82,7 +85,7 @@ def mi_family(policy, tokenizer, episodes: list[Episode], config, rng: np.random
         out[f"collapse_{scheme}/num_pairs"] = float(len(reasonings))
         if len(reasonings) < 2 or len(prompts) < 1:
             continue
-        mean, total = score_matrix(policy, tokenizer, prompts, reasonings, config.temperature, config.micro_batch_size)
+        mean, total = score_matrix(policy, tokenizer, prompts, reasonings, config.temperature)
         for name, estimate in collapse_metrics(mean, np.array(own), total, equivalent).items():
             out[f"collapse_{scheme}/{name}"] = float(estimate.value)
     return out

@@ -242,3 +242,25 @@ def test_rollouts_take_a_backend_sampler(tiny_model_dir, tmp_path):
     assert [n for n, _ in calls] == [4, 4] and len(set(calls[0][1])) == 4
     assert all(t.response_text == "<think>nothing</think><answer>nope</answer>" for e in episodes for t in e.turns)
     assert all(e.chained for e in episodes)
+
+
+def test_mi_score_matrix_equals_teacher_forcing_each_pair(tiny_model_dir, tmp_path):
+    """The MI matrix comes from the shared KV-reusing scorer; it must equal one full forward per pair."""
+    from baselines.ppo.diagnostics import score_matrix
+    from baselines.ppo.generation import sequence_logprobs
+
+    trainer = Trainer(small_config(tiny_model_dir, tmp_path))
+    tok = trainer.tokenizer
+    prompts = [tok("a short prompt", add_special_tokens=False)["input_ids"],
+               tok("a somewhat longer prompt with more words in it", add_special_tokens=False)["input_ids"]]  # fmt: skip
+    prompts.append(list(prompts[0]))  # token-identical columns and repeated reasonings are scored once, expanded
+    reasonings = ["pull the safe arm", "jackpot", "the bold one pays more on average", "jackpot"]
+    mean, total = score_matrix(trainer.policy, tok, prompts, reasonings, 1.0)
+    assert mean.shape == total.shape == (4, 3)
+    for i, text in enumerate(reasonings):
+        z = tok(text, add_special_tokens=False)["input_ids"]
+        for j, x in enumerate(prompts):
+            with torch.no_grad():
+                logp, mask, _, _ = sequence_logprobs(trainer.policy, [x + z], [[(len(x), len(x) + len(z))]])
+            assert total[i, j] == pytest.approx(float((logp * mask).sum()), abs=1e-4)
+            assert mean[i, j] == pytest.approx(float((logp * mask).sum()) / len(z), abs=1e-4)
