@@ -24,6 +24,7 @@ import numpy as np
 
 from harness.agents.base import Agent, Context, EnvHandle, ScoringUnavailable
 from harness.metrics import Estimate, MetricUnavailable, collapse_metrics
+from harness.prompting import record_messages
 from harness.seeding import derive_seed
 
 SCHEMES = ("first_turn", "trajectory")
@@ -53,7 +54,7 @@ def turn_context(record: dict[str, Any], index: int) -> Context:
     turn = record["turns"][index]
     responses = tuple(t["response"] for t in record["turns"][:index])
     factory = partial(replay_env, record["env_id"], record.get("env_kwargs") or {}, record["seed"], responses)
-    return Context(tuple(turn["prompt"]), turn["prefill"], EnvHandle(factory=factory))
+    return Context(record_messages(record, index), turn["prefill"], EnvHandle(factory=factory))
 
 
 def _equivalence(contexts: Sequence[Context]) -> np.ndarray:

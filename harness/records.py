@@ -11,18 +11,23 @@
 - ``summary.json``, ``summary.csv``, optional ``summary.parquet``/``episodes.parquet``, ``report.md``,
   ``*.png``: written by :mod:`harness.report` at the end (and by ``harness report``).
 
-One episode line::
+One episode line (format 2)::
 
     {"agent": "random", "env_id": "ragen/Bandit-v0", "env_kwargs": {}, "seed": 3, "sample": 1,
-     "instructions": "...", "initial_observation": "...", "return": 0.1, "success": false,
-     "turns": [{"turn": 1, "prompt": [{"role": "system", ...}, {"role": "user", ...}], "prefill": "<think>",
+     "context_turns": null, "instructions": "...", "initial_observation": "...", "reset_info": {...},
+     "turns": [{"turn": 1, "user": "Turn 1:\\nState:\\n...", "prefill": "<think>",
                 "response": "<think>...</think><answer>Turtle</answer>", "reasoning": "...",
                 "observation": "...", "reward": 0.1, "terminated": true, "truncated": false,
                 "info": {"success": false, "action_is_valid": true, ...},
-                "tokens": 7, "entropy_sum": 24.3, "logprob_sum": null}]}
+                "tokens": 7, "entropy_sum": 24.3, "logprob_sum": null}],
+     "return": 0.1, "success": false, "num_turns": 1}
 
-``prompt`` is the exact chat the agent saw, ``response`` the full text sent to ``env.step``
-(``prefill`` + the agent's continuation), ``observation`` what ``step`` returned.
+``response`` is the full text sent to ``env.step`` (``prefill`` + the agent's continuation), ``observation``
+what ``step`` returned. The chat the agent saw is stored as deltas: ``user`` is the user message the turn
+added, the system prompt is ``instructions``, earlier assistant messages are the earlier responses, and
+``context_turns`` is the window (null: full history); :func:`harness.prompting.record_messages` rebuilds a
+turn's exact chat. (Format 1 stored each turn's whole chat as ``prompt``: quadratic in the episode length,
+and the instructions twice; readers still accept it.)
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -18,7 +19,7 @@ import gymnasium as gym
 from harness.agents.base import Agent, Context, EnvHandle, Request
 from harness.config import RunConfig
 from harness.prompting import build_context, prefill_for, user_message
-from harness.seeding import response_seeder
+from harness.seeding import ResponseSeeds
 
 
 @dataclass(frozen=True)
@@ -86,22 +87,10 @@ class EnvPool:
 
 
 class _Episode:
-    __slots__ = (
-        "job",
-        "env",
-        "handle",
-        "response_format",
-        "prefill",
-        "system",
-        "exchanges",
-        "messages",
-        "seed_of",
-        "current",
-        "record",
-        "turn",
-    )
+    __slots__ = ("job", "env", "handle", "response_format", "prefill", "system", "exchanges", "messages",
+                 "seeds", "current", "record", "turns", "turn")  # fmt: skip
 
-    def __init__(self, job: Job, env: Any, kwargs: dict[str, Any], seed_base: int) -> None:
+    def __init__(self, job: Job, env: Any, kwargs: dict[str, Any], seed_base: int, window: int | None) -> None:
         observation, info = env.reset(seed=job.seed)
         self.job, self.env, self.turn = job, env, 1
         self.handle = EnvHandle(env.unwrapped)  # the side channel reads the live env, so one handle serves every turn
@@ -111,25 +100,32 @@ class _Episode:
         self.exchanges: list[tuple[dict, dict]] = []
         self.current = user_message(1, observation, None)
         self.messages = [self.system, self.current]  # the full-history context, grown turn by turn
-        self.seed_of = response_seeder(seed_base, job.env_id, job.seed, job.sample)
+        self.seeds = ResponseSeeds(seed_base, job.env_id, job.seed, job.sample)
+        self.turns: list[dict[str, Any]] = []
         self.record: dict[str, Any] = {
             "agent": job.agent,
             "env_id": job.env_id,
             "env_kwargs": kwargs,
             "seed": job.seed,
             "sample": job.sample,
+            "context_turns": window,
             "instructions": info["instructions"],
             "initial_observation": observation,
             "reset_info": {k: v for k, v in info.items() if k != "instructions"},
-            "turns": [],
+            "turns": self.turns,
         }
 
 
 def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: EnvPool) -> Iterator[dict[str, Any]]:
-    """Roll ``jobs`` out in lockstep with one batched ``generate`` per turn; yield each finished record."""
+    """Roll ``jobs`` out in lockstep with one batched ``generate`` per turn; yield each finished record.
+
+    A turn's record holds its new user message (``user``), not the whole chat: the chat of every turn is
+    rebuilt from the record by :func:`harness.prompting.record_messages` (records stay linear in the episode
+    length instead of quadratic, and the instructions are not written twice).
+    """
     kwargs = {plan.env_id: plan.kwargs for plan in config.envs}
-    active = [_Episode(job, pool.get(job.env_id), kwargs[job.env_id], config.seed) for job in jobs]
     window = config.context_turns
+    active = [_Episode(job, pool.get(job.env_id), kwargs[job.env_id], config.seed, window) for job in jobs]
     while active:
         requests = []
         for ep in active:
@@ -137,25 +133,26 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
                 context = Context(tuple(ep.messages), ep.prefill, ep.handle)
             else:
                 context = build_context(ep.system, ep.exchanges, ep.current, ep.prefill, window, ep.handle)
-            requests.append(Request(context, ep.seed_of(ep.turn)))
+            requests.append(Request(context, partial(ep.seeds, ep.turn)))  # the seed is derived when read
         generations = agent.generate(requests)
         if len(generations) != len(requests):
             raise RuntimeError(f"agent {agent.spec!r} returned {len(generations)} generations for {len(requests)}")
         still = []
-        for ep, request, gen in zip(active, requests, generations):
+        for ep, gen in zip(active, generations):
             response = ep.prefill + gen.text
             observation, reward, terminated, truncated, info = ep.env.step(response)
             entropies = gen.token_entropies
             logprobs = gen.token_logprobs
-            ep.record["turns"].append(
+            reward = float(reward)
+            ep.turns.append(
                 {
                     "turn": ep.turn,
-                    "prompt": list(request.context.messages),
+                    "user": ep.current["content"],
                     "prefill": ep.prefill,
                     "response": response,
                     "reasoning": reasoning_of(response, ep.response_format),
                     "observation": observation,
-                    "reward": float(reward),
+                    "reward": reward,
                     "terminated": bool(terminated),
                     "truncated": bool(truncated),
                     "info": info,  # made JSON-safe when the line is written (records.dumps_line)
@@ -165,17 +162,17 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
                 }
             )
             if terminated or truncated:
-                turns = ep.record["turns"]
-                ep.record["return"] = float(sum(t["reward"] for t in turns))
-                ep.record["success"] = bool(info.get("success", False))
-                ep.record["num_turns"] = len(turns)
+                record = ep.record
+                record["return"] = float(sum(t["reward"] for t in ep.turns))
+                record["success"] = bool(info.get("success", False))
+                record["num_turns"] = len(ep.turns)
                 pool.put(ep.job.env_id, ep.env)
-                yield ep.record
+                yield record
             else:
                 assistant = {"role": "assistant", "content": response}
                 ep.exchanges.append((ep.current, assistant))
                 ep.turn += 1
-                ep.current = user_message(ep.turn, observation, float(reward))
+                ep.current = user_message(ep.turn, observation, reward)
                 ep.messages.append(assistant)
                 ep.messages.append(ep.current)
                 still.append(ep)

@@ -44,7 +44,8 @@ __all__ = [
     "run",
 ]
 
-HARNESS_FORMAT_VERSION = 1
+HARNESS_FORMAT_VERSION = 2
+"""2: a turn records its new user message (``user``) instead of its whole chat (``prompt``); see harness.records."""
 
 
 # ---- a run ----------------------------------------------------------------------------------------------------

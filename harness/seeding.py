@@ -16,15 +16,27 @@ def response_seed(run_seed: int, env_id: str, env_seed: int, sample: int, turn: 
     return derive_seed("response", run_seed, env_id, env_seed, sample, turn)
 
 
-def response_seeder(run_seed: int, env_id: str, env_seed: int, sample: int):
-    """``turn -> response_seed(run_seed, env_id, env_seed, sample, turn)``, hashing the fixed part once (blake2b
-    is streamed: the prefix's state is copied per turn), for the rollout's per-step loop."""
-    parts = ("response", run_seed, env_id, env_seed, sample)
-    base = hashlib.blake2b(("\x1f".join(f"{type(p).__name__}:{p}" for p in parts) + "\x1f").encode("utf-8"), digest_size=8)
+class ResponseSeeds:
+    """``turn -> response_seed(run_seed, env_id, env_seed, sample, turn)`` for one episode, for the rollout's
+    per-step loop: the fixed parts are hashed once, on first use (an agent that never reads a seed never pays
+    for one), and blake2b's streamed state is copied per turn."""
 
-    def seed(turn: int) -> int:
+    __slots__ = ("_parts", "_base")
+
+    def __init__(self, run_seed: int, env_id: str, env_seed: int, sample: int) -> None:
+        self._parts = ("response", run_seed, env_id, env_seed, sample)
+        self._base = None
+
+    def __call__(self, turn: int) -> int:
+        base = self._base
+        if base is None:
+            text = "\x1f".join(f"{type(p).__name__}:{p}" for p in self._parts) + "\x1f"
+            base = self._base = hashlib.blake2b(text.encode("utf-8"), digest_size=8)
         h = base.copy()
         h.update(f"{type(turn).__name__}:{turn}".encode())
         return int.from_bytes(h.digest(), "little") >> 1
 
-    return seed
+
+def response_seeder(run_seed: int, env_id: str, env_seed: int, sample: int) -> ResponseSeeds:
+    """``turn -> response_seed(...)`` for one episode; see :class:`ResponseSeeds`."""
+    return ResponseSeeds(run_seed, env_id, env_seed, sample)

@@ -53,10 +53,12 @@ def _check(mapping: Any, key: str, kind: type | tuple[type, ...], where: str, nu
 
 
 _TURN_FIELDS = (
-    ("prompt", list, False), ("prefill", str, False), ("response", str, False), ("reasoning", str, True),
+    ("user", str, False), ("prefill", str, False), ("response", str, False), ("reasoning", str, True),
     ("observation", str, False), ("reward", (int, float), False), ("terminated", bool, False),
     ("truncated", bool, False), ("info", dict, False), ("turn", int, False),
 )  # fmt: skip
+_TURN_FIELDS_V1 = (("prompt", list, False),) + _TURN_FIELDS[1:]
+"""Harness format 1 stored each turn's whole chat (``prompt``) instead of its new user message (``user``)."""
 
 
 _EPISODE_FIELDS = (("agent", str, False), ("instructions", str, False), ("initial_observation", str, False),
@@ -90,13 +92,18 @@ def parse_episode(line_number: int, obj: Any) -> EpisodeRecord:
     if not _fields_ok(obj, _EPISODE_FIELDS):
         for key, kind, nullable in _EPISODE_FIELDS:
             _check(obj, key, kind, where, nullable)
+    if obj.get("context_turns") is not None:
+        window = _check(obj, "context_turns", int, where)
+        if window < 0:
+            raise RecordError(f"{where}: field 'context_turns' must be null or >= 0, got {window}")
     for index, turn in enumerate(obj["turns"], start=1):
-        if isinstance(turn, dict) and _fields_ok(turn, _TURN_FIELDS):
+        fields = _TURN_FIELDS_V1 if isinstance(turn, dict) and "prompt" in turn else _TURN_FIELDS
+        if isinstance(turn, dict) and _fields_ok(turn, fields):
             continue
         at = f"{where} turn {index}"
         if not isinstance(turn, dict):
             raise RecordError(f"{at}: a turn must be a JSON object")
-        for key, kind, nullable in _TURN_FIELDS:
+        for key, kind, nullable in fields:
             _check(turn, key, kind, at, nullable)
     return EpisodeRecord(line_number, env_id, kwargs, seed, sample, obj)
 

@@ -81,9 +81,12 @@ def _load_json(members: dict[str, bytes], name: str, problems: _Problems) -> Any
 class Replayer:
     """Replays episode records exactly as the harness rolled them out; one env per (id, kwargs), reused.
 
-    ``context_turns`` is the run's prompt window (config.json): the recorded prompt of every turn must be
-    the one the harness builds from the replayed observations and the recorded earlier responses, so an
-    edit to any non-final response (reasoning included) shows as a prompt mismatch on the next turn.
+    ``context_turns`` is the run's prompt window (config.json). A record stores each turn's new user message
+    (harness format 2): it must be the one the harness builds from the replayed observation and reward, and
+    the record's window must be the run's; the rest of the chat is the instructions and the recorded
+    responses, checked by the replay itself. A format-1 record stores every turn's whole chat (``prompt``):
+    it must equal the one the harness builds from the replayed observations and the recorded earlier
+    responses (so an edit to a non-final response that leaves its copy in a later prompt shows there).
     """
 
     def __init__(self, context_turns: int | None = None) -> None:
@@ -128,6 +131,8 @@ class Replayer:
             reset_info = {k: v for k, v in info.items() if k != "instructions"}
             if reset_info != raw["reset_info"] and self._jsonable(reset_info) != raw["reset_info"]:
                 return f"{name}: the recorded reset info differs from the env's"
+        if "context_turns" in raw and raw["context_turns"] != self.context_turns:
+            return f"{name}: recorded context window {raw['context_turns']!r}, the run's is {self.context_turns!r}"
         response_format = env.unwrapped.response_format
         prefill = self._prefill_for(response_format)
         system = {"role": "system", "content": info["instructions"]}
@@ -140,8 +145,12 @@ class Replayer:
                 return f"{where}: recorded after the episode ended at turn {index - 1}"
             if turn["turn"] != index:
                 return f"{where}: numbered {turn['turn']!r}"
-            context = self._build_context(system, exchanges, current, prefill, self.context_turns)
-            if turn["prompt"] != list(context.messages):
+            if "prompt" not in turn:  # format 2: the turn's new user message
+                if turn["user"] != current["content"]:
+                    return f"{where}: the recorded user message differs from the one the harness builds from the replay"
+            elif turn["prompt"] != list(
+                self._build_context(system, exchanges, current, prefill, self.context_turns).messages
+            ):
                 return f"{where}: the recorded prompt differs from the one the harness builds (an earlier response or observation was edited)"
             response = turn["response"]
             if turn["prefill"] != prefill or not response.startswith(prefill):

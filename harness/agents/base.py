@@ -100,12 +100,44 @@ class Context:
         return json.dumps([list(self.messages), self.prefill], ensure_ascii=False, sort_keys=True)
 
 
-@dataclass(frozen=True)
 class Request:
-    """One response to generate: the context and the seed its sampling must be a pure function of."""
+    """One response to generate: the context and the seed its sampling must be a pure function of.
 
-    context: Context
-    seed: int
+    ``seed`` is an int, or a zero-argument callable returning it (the harness's rollout passes one): it is
+    called on the first read of ``request.seed`` only, so an agent that ignores seeds (the oracle) never pays
+    for deriving one. Immutable, compared by (context, seed) like a frozen dataclass.
+    """
+
+    __slots__ = ("context", "_seed")
+
+    def __init__(self, context: Context, seed: int | Callable[[], int]) -> None:
+        object.__setattr__(self, "context", context)
+        object.__setattr__(self, "_seed", seed)
+
+    @property
+    def seed(self) -> int:
+        seed = self._seed
+        if callable(seed):
+            seed = int(seed())
+            object.__setattr__(self, "_seed", seed)
+        return seed
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Request is immutable (cannot set {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Request):
+            return NotImplemented
+        return (self.context, self.seed) == (other.context, other.seed)
+
+    def __hash__(self) -> int:
+        return hash((self.context, self.seed))
+
+    def __repr__(self) -> str:
+        return f"Request(context={self.context!r}, seed={self.seed!r})"
+
+    def __reduce__(self) -> tuple:
+        return (Request, (self.context, self.seed))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import pytest
 
 from harness.agents import Agent, Generation, register_agent
 from harness.cli import main
+from harness.prompting import record_messages
 from harness.records import RecordsCorrupt, read_episodes, sort_episodes
 
 ENVS = "ragen/Bandit-v0,ragen/FrozenLake-v0"
@@ -63,8 +64,11 @@ def test_run_writes_the_run_folder_and_separates_collapsed_from_input_dependent(
     assert "ragen/FrozenLake-v0" in report and "retrieval_accuracy" in report
     record = episodes(run_dir)[0]
     turn = record["turns"][0]
-    assert turn["prompt"][0] == {"role": "system", "content": record["instructions"]}
-    assert turn["prompt"][1]["content"].endswith(record["initial_observation"]) and turn["prefill"] == "<think>"
+    assert "prompt" not in turn and record["context_turns"] is None  # the chat is stored as deltas
+    prompt = record_messages(record, 0)
+    assert prompt[0] == {"role": "system", "content": record["instructions"]}
+    assert prompt[1] == {"role": "user", "content": turn["user"]}
+    assert turn["user"].endswith(record["initial_observation"]) and turn["prefill"] == "<think>"
     assert turn["response"].startswith("<think>") and turn["reasoning"]
 
 
@@ -128,10 +132,12 @@ def test_context_window_keeps_the_last_k_turns(tmp_path):
     )
     turns = max(episodes(run_dir), key=lambda r: len(r["turns"]))["turns"]
     assert len(turns) >= 3
-    roles = [m["role"] for m in turns[2]["prompt"]]
-    assert roles == ["system", "user", "assistant", "user"]
-    assert turns[2]["prompt"][2]["content"] == turns[1]["response"]
-    assert turns[2]["prompt"][3]["content"].startswith("Reward: ")
+    record = max(episodes(run_dir), key=lambda r: len(r["turns"]))
+    prompt = record_messages(record, 2)
+    assert record["context_turns"] == 1
+    assert [m["role"] for m in prompt] == ["system", "user", "assistant", "user"]
+    assert prompt[1]["content"] == turns[1]["user"] and prompt[2]["content"] == turns[1]["response"]
+    assert prompt[3]["content"] == turns[2]["user"] and turns[2]["user"].startswith("Reward: ")
 
 
 class _Silent(Agent):
@@ -184,4 +190,42 @@ def test_response_seeder_equals_response_seed():
 
     for run_seed, env_id, env_seed, sample in [(0, "ragen/Bandit-v0", 3, 1), (2**40 + 7, "ragen/Sokoban-v0", 0, 0)]:
         seed_of = response_seeder(run_seed, env_id, env_seed, sample)
-        assert [seed_of(t) for t in range(1, 25)] == [response_seed(run_seed, env_id, env_seed, sample, t) for t in range(1, 25)]
+        assert [seed_of(t) for t in range(1, 25)] == [
+            response_seed(run_seed, env_id, env_seed, sample, t) for t in range(1, 25)
+        ]
+
+
+class _Recording(Agent):
+    """The random agent, keeping every context and seed it was asked for."""
+
+    can_score = False
+
+    def __init__(self):
+        from harness.agents.scripted import RandomAgent
+
+        self.inner, self.seen = RandomAgent(), []
+
+    def generate(self, requests):
+        self.seen += [(r.context.messages, r.seed) for r in requests]
+        return self.inner.generate(requests)
+
+
+@pytest.mark.parametrize("window", [None, 0, 2])
+def test_record_deltas_rebuild_exactly_the_chat_the_agent_saw(window):
+    """A record stores each turn's new user message only; record_messages rebuilds every turn's full chat,
+    and the lazily derived request seeds are response_seed's."""
+    from harness.config import EnvPlan, RunConfig
+    from harness.rollout import EnvPool, Job, rollout_chunk
+    from harness.seeding import response_seed
+
+    config = RunConfig(agents=("random",), envs=(EnvPlan("ragen/Sokoban-v0", 3, 2),), context_turns=window)
+    pool, long_episodes = EnvPool(config), 0
+    for seed in range(3):
+        agent = _Recording()
+        (record,) = rollout_chunk(agent, config, [Job("random", "ragen/Sokoban-v0", seed, 1)], pool)
+        assert record["context_turns"] == window and len(agent.seen) == len(record["turns"])
+        for index, (messages, request_seed) in enumerate(agent.seen):
+            assert record_messages(record, index) == messages
+            assert request_seed == response_seed(config.seed, "ragen/Sokoban-v0", seed, 1, index + 1)
+        long_episodes += len(record["turns"]) > 3
+    assert long_episodes  # the window actually cut something

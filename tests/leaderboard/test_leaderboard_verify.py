@@ -70,9 +70,35 @@ def test_altered_response_answer(forge):
     _rejected(f.save(), f"{f.name(i)}", "turn 1")
 
 
-def test_altered_reasoning_of_an_earlier_turn(forge):
-    # Reasoning does not change the env's transition, but the next turn's recorded prompt holds it.
+def test_altered_user_message_or_context_window(forge):
+    # A record stores each turn's new user message once: it must be the harness's rendering of the replay.
     f = forge()
+    i = f.find("ragen/Sokoban-v0", min_turns=2)
+    f.episodes[i]["turns"][1]["user"] = f.episodes[i]["turns"][1]["user"].replace("Reward:", "Reward: +", 1)
+    _rejected(f.save(), f.name(i), "turn 2: the recorded user message differs")
+    g = forge()
+    g.episodes[i]["context_turns"] = 1  # the run's config.json says full history
+    _rejected(g.save(), g.name(i), "recorded context window 1, the run's is None")
+
+
+def _as_format_1(episode):
+    """An episode line as harness format 1 wrote it: every turn's whole chat under ``prompt``."""
+    from harness.prompting import record_messages
+
+    prompts = [list(record_messages(episode, index)) for index in range(len(episode["turns"]))]
+    for turn, prompt in zip(episode["turns"], prompts):
+        turn["prompt"] = prompt
+        del turn["user"]
+    del episode["context_turns"]
+
+
+def test_format_1_records_verify_and_an_earlier_reasoning_edit_shows_in_the_next_prompt(forge):
+    f = forge()
+    for episode in f.episodes:
+        _as_format_1(episode)
+    report = verify(f.save("v1"), suite=MINI)
+    assert report.ok, report.problems
+    # Reasoning does not change the env's transition, but the next turn's recorded prompt holds a copy of it.
     i = f.find("ragen/Sokoban-v0", min_turns=2)
     turn = f.episodes[i]["turns"][0]
     turn["response"] = turn["response"].replace("<think>", "<think>I was told the answer. ", 1)
