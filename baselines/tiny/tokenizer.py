@@ -2,7 +2,11 @@
 
 Byte-level, so any string a user or an env produces can be encoded (no unknown token). Pre-tokenization is
 GPT-2's (words with their leading space, punctuation runs) with every digit on its own: an arm's name is the
-same token in the observation and in the reasoning, and coordinates are copied digit by digit. Each env's
+same token in the observation and in the reasoning. Every board cell ``(row, col)`` with one-digit row and
+column is one added token (with its leading space, where it has one): the model reads and writes cells as words, so copying "Player: (3, 1)" into its
+reasoning is the one-token copy small transformers learn first, "is (2, 1) a hole?" is a match between equal
+tokens, and "the cell above (3, 1)" is a lookup between two embeddings. (The first shipped model, which saw
+cells as five tokens each, never learned to copy them.) Larger coordinates fall back to digits. Each env's
 fixed system prompt is one added token (short sequences are what make CPU training affordable).
 
 Special tokens follow the ChatML convention many open models use (``<|im_start|>``, ``<|im_end|>``, which is
@@ -17,6 +21,7 @@ from collections.abc import Iterable
 IM_START, IM_END, PAD = "<|im_start|>", "<|im_end|>", "<|pad|>"
 SPECIAL_TOKENS = (PAD, IM_START, IM_END)
 TAG_TOKENS = ("<think>", "</think>", "<answer>", "</answer>")
+CELL_TOKENS = tuple(f"{space}({row}, {col})" for space in (" ", "") for row in range(10) for col in range(10))
 
 # ChatML. The generation prompt ends after "assistant\n"; the caller appends the response prefix ("<think>").
 CHAT_TEMPLATE = (
@@ -61,6 +66,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048, whole_texts: I
     )
     # The tags are plain (non-special) added tokens: always one id each, and kept by skip_special_tokens=True.
     fast.add_tokens([AddedToken(tag, special=False, normalized=False) for tag in TAG_TOKENS])
+    fast.add_tokens([AddedToken(cell, special=False, normalized=False) for cell in CELL_TOKENS])
     fast.add_tokens([AddedToken(text, special=False, normalized=False) for text in sorted(set(whole_texts))])
     fast.chat_template = CHAT_TEMPLATE
     return fast

@@ -51,6 +51,11 @@ class TrainConfig:
     lr: float = 2e-3
     warmup_steps: int = 20
     weight_decay: float = 0.01
+    env_text_loss: float = 0.25
+    """Weight of an auxiliary next-token loss on the env's own text (observations, feedback; not the model's
+    responses, perturbed ones included). Consecutive observations repeat most of their lines, so predicting
+    them is copying from the context: the loss that grows the attention heads the responses' copies need.
+    0 trains on target responses only (the first shipped model, which never learned to copy a cell)."""
     threads: int = 1
     eval_seeds: int = 50
     """Held-out seeds 0..N-1 per env for the final greedy evaluation against ``random`` (0 skips it)."""
@@ -65,6 +70,7 @@ class TrainConfig:
         check_range("lr", self.lr, 0.0)
         check_range("warmup_steps", self.warmup_steps, 0, integer=True)
         check_range("weight_decay", self.weight_decay, 0.0)
+        check_range("env_text_loss", self.env_text_loss, 0.0)
         check_range("threads", self.threads, 1, integer=True)
         check_range("eval_seeds", self.eval_seeds, 0, integer=True)
 
@@ -74,26 +80,29 @@ def tokenizer_corpus(episodes: list[Episode]) -> list[str]:
     return [f"{m['role']}\n{m['content']}" for episode in episodes for m in episode.messages]
 
 
-def encode_episode(tokenizer, episode: Episode) -> tuple[list[int], list[int]]:
-    """Token ids of the whole chat and labels (``-100`` except on target responses after their prefix).
+def encode_episode(tokenizer, episode: Episode) -> tuple[list[int], list[int], list[bool]]:
+    """Token ids of the whole chat, labels (``-100`` except on target responses after their prefix), and a flag
+    per token saying whether it is env text (system and user messages), which gets the auxiliary loss.
 
     Pieces are cut at special tokens and newlines, where the BPE never merges, so their concatenation is
     exactly the tokenization of the chat template's rendering (``tests/baselines/test_tiny_model.py``).
     """
     ids: list[int] = []
     labels: list[int] = []
+    env_text: list[bool] = []
 
-    def add(text: str, learn: bool) -> None:
+    def add(text: str, learn: bool, from_env: bool = False) -> None:
         piece = tokenizer.encode(text, add_special_tokens=False)
         ids.extend(piece)
         labels.extend(piece if learn else [-100] * len(piece))
+        env_text.extend([from_env] * len(piece))
 
     prefix = prefill_for("think")
     targets = iter(episode.targets)
     for message in episode.messages:
         role, content = message["role"], message["content"]
         if role != "assistant":
-            add(f"{IM_START}{role}\n{content}{IM_END}\n", False)
+            add(f"{IM_START}{role}\n{content}{IM_END}\n", False, from_env=True)
             continue
         learn = next(targets)
         if learn and content.startswith(prefix):
@@ -102,7 +111,7 @@ def encode_episode(tokenizer, episode: Episode) -> tuple[list[int], list[int]]:
             add("\n", False)
         else:
             add(f"{IM_START}assistant\n{content}{IM_END}\n", False)
-    return ids, labels
+    return ids, labels, env_text
 
 
 def make_batches(lengths: list[int], batch_tokens: int, rng: np.random.Generator) -> list[list[int]]:
@@ -172,8 +181,8 @@ def train(config: TrainConfig, out: Path, log=print, snapshots: Path | None = No
     system_prompts = {e.messages[0]["content"] for e in episodes if e.messages[0]["role"] == "system"}
     tokenizer = train_tokenizer(tokenizer_corpus(episodes), config.vocab_size, whole_texts=system_prompts)
     encoded = [encode_episode(tokenizer, episode) for episode in episodes]
-    kept = [pair for pair in encoded if len(pair[0]) <= config.max_seq_len]
-    lengths = [len(ids) for ids, _ in kept]
+    kept = [triple for triple in encoded if len(triple[0]) <= config.max_seq_len]
+    lengths = [len(ids) for ids, _, _ in kept]
     log(
         f"tokenizer: {len(tokenizer)} tokens; {len(kept)}/{len(encoded)} episodes fit {config.max_seq_len} tokens; "
         f"{sum(lengths)} tokens, mean {np.mean(lengths):.0f}, max {max(lengths)}"
@@ -209,11 +218,13 @@ def train(config: TrainConfig, out: Path, log=print, snapshots: Path | None = No
             input_ids = torch.full((len(batch), width), tokenizer.pad_token_id, dtype=torch.long)
             labels = torch.full((len(batch), width), -100, dtype=torch.long)
             attention = torch.zeros((len(batch), width), dtype=torch.long)
+            env_text = torch.zeros((len(batch), width), dtype=torch.bool)
             for row, i in enumerate(batch):
-                ids, labs = kept[i]
+                ids, labs, from_env = kept[i]
                 input_ids[row, : len(ids)] = torch.tensor(ids)
                 labels[row, : len(ids)] = torch.tensor(labs)
                 attention[row, : len(ids)] = 1
+                env_text[row, : len(ids)] = torch.tensor(from_env)
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(step)
             # The LM head runs on target positions only: most positions are prompt, whose logits are unused.
@@ -222,7 +233,14 @@ def train(config: TrainConfig, out: Path, log=print, snapshots: Path | None = No
             picked = targets != -100
             logits = model.lm_head(hidden[:, :-1][picked])  # (N, V)
             loss = torch.nn.functional.cross_entropy(logits.float(), targets[picked])
-            loss.backward()
+            if config.env_text_loss > 0:
+                seen = env_text[:, 1:]
+                env_logits = model.lm_head(hidden[:, :-1][seen])
+                env_loss = torch.nn.functional.cross_entropy(env_logits.float(), input_ids[:, 1:][seen])
+                loss_total = loss + config.env_text_loss * env_loss
+            else:
+                loss_total = loss
+            loss_total.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)

@@ -60,7 +60,7 @@ def test_training_tokens_are_the_chat_template_tokens():
     tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR, local_files_only=True)
     episodes = record_episodes("ragen/FrozenLake-v0", DataConfig(episodes_per_env=6, oracle_fraction=0.5), 1)
     for episode in episodes:
-        ids, labels = encode_episode(tokenizer, episode)
+        ids, labels, _ = encode_episode(tokenizer, episode)
         rendered = tokenizer.apply_chat_template(list(episode.messages), tokenize=False)
         assert ids == tokenizer.encode(rendered, add_special_tokens=False)
         learned = tokenizer.decode([t for t, lab in zip(ids, labels) if lab != -100])
