@@ -8,6 +8,8 @@ Two ways to run it (neither is part of the test command):
 The second form interleaves the contenders round by round on the same (shared) CPU and prints medians and
 ratios. Workloads:
 
+- **records**: bytes and JSON-encoding time of an episode line in the record format (format 2: a turn stores
+  its new user message) against format 1 (every turn's whole chat), on the same episodes.
 - **overhead**: the oracle agent through the harness (context building, seeded request, ``generate``,
   ``step``, the turn record, the JSON line written to a file) against a bare loop that calls
   ``env.step(env.unwrapped.oracle_response())`` on the same ``gym.make`` env and seeds; per step.
@@ -16,8 +18,9 @@ ratios. Workloads:
   (it runs in the parent after the rollouts), no plots; spawn start-up included.
 - **mi**: a causal LM (the shipped tiny model when ``baselines/tiny/model`` loads, otherwise a randomly
   initialised Llama of the same shape with a byte-level BPE tokenizer built here) rolls out 64 Bandit
-  episodes; the MI family (both schemes, 64 pairs each) is timed against that rollout, and the KV-cache
-  ``score_matrix`` against one full forward per (prompt, reasoning) pair on an 8 × 8 block.
+  episodes; the MI family (both schemes, 64 pairs each) is timed against that rollout, and on an 8 × 8 block
+  the ``score_matrix`` on the prompt's shared KV cache against the per-row gathered-cache pass and against
+  one full forward per (prompt, reasoning) pair.
 """
 
 from __future__ import annotations
@@ -98,6 +101,38 @@ def test_raw_env_steps(benchmark, env_id):
 def test_harness_steps(benchmark, env_id, tmp_path):
     benchmark.extra_info["steps"] = harness_loop(env_id, 20, tmp_path / "e.jsonl")
     benchmark.pedantic(harness_loop, args=(env_id, OVERHEAD_EPISODES, tmp_path / "e.jsonl"), rounds=3, iterations=1)
+
+
+# ---- record size ------------------------------------------------------------------------------------------------
+def as_format_1(record: dict) -> dict:
+    """A record as harness format 1 wrote it: every turn's whole chat under ``prompt``."""
+    import copy
+
+    from harness.prompting import record_messages
+
+    old = copy.deepcopy(record)
+    prompts = [list(record_messages(old, i)) for i in range(len(old["turns"]))]
+    for turn, prompt in zip(old["turns"], prompts):
+        turn.pop("user")
+        turn["prompt"] = prompt
+    old.pop("context_turns")
+    return old
+
+
+def record_sizes(agent: str, env_id: str, episodes: int = 8) -> dict[str, float]:
+    """Bytes and JSON-encoding µs per episode line, format 2 (turn deltas) vs format 1 (every turn's chat)."""
+    import timeit
+
+    config = RunConfig(agents=(agent,), envs=(EnvPlan(env_id, episodes, 1),), mi_samples=0)
+    jobs = [Job(agent, env_id, seed, 0) for seed in range(episodes)]
+    new = list(rollout_chunk(make_agent(agent), config, jobs, EnvPool(config)))
+    old = [as_format_1(r) for r in new]
+    out = {"turns": sum(len(r["turns"]) for r in new) / episodes}
+    for name, records in (("new", new), ("old", old)):
+        out[f"{name}_bytes"] = sum(len(dumps_line(r).encode()) for r in records) / episodes
+        runs = min(timeit.repeat(lambda: [dumps_line(r) for r in records], number=20, repeat=5)) / 20  # noqa: B023
+        out[f"{name}_us"] = 1e6 * runs / episodes
+    return out
 
 
 # ---- workers ----------------------------------------------------------------------------------------------------
@@ -222,6 +257,18 @@ def mi_costs(agent, episodes: int = 16, samples: int = 4, env_id: str = "ragen/B
     start = time.perf_counter()
     agent.score_matrix(contexts, texts)
     cached = (time.perf_counter() - start) / (len(contexts) * len(texts))
+    from functools import partial
+
+    import harness.agents.decoding as decoding
+
+    shared = decoding.score_matrix_ids
+    decoding.score_matrix_ids = partial(shared, shared_prefix=False)  # the per-row gathered-cache pass
+    try:
+        start = time.perf_counter()
+        agent.score_matrix(contexts, texts)
+        gathered = (time.perf_counter() - start) / (len(contexts) * len(texts))
+    finally:
+        decoding.score_matrix_ids = shared
     tokenizer = agent.tokenizer
     start = time.perf_counter()
     with torch.inference_mode():
@@ -231,7 +278,13 @@ def mi_costs(agent, episodes: int = 16, samples: int = 4, env_id: str = "ragen/B
                 ids = tokenizer(prompt + ctx.prefill + text, add_special_tokens=False)["input_ids"]
                 agent.model(input_ids=torch.tensor([ids]))
     naive = (time.perf_counter() - start) / (len(contexts) * len(texts))
-    return {"rollout_s": rollout, "mi_s": mi, "cached_pair_ms": 1e3 * cached, "naive_pair_ms": 1e3 * naive}
+    return {
+        "rollout_s": rollout,
+        "mi_s": mi,
+        "cached_pair_ms": 1e3 * cached,
+        "gathered_pair_ms": 1e3 * gathered,
+        "naive_pair_ms": 1e3 * naive,
+    }
 
 
 def test_mi_cost(benchmark):
@@ -245,7 +298,7 @@ def test_mi_cost(benchmark):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--skip", nargs="*", default=[], choices=["overhead", "workers", "mi"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["overhead", "records", "workers", "mi"])
     parser.add_argument("--mi-env", action="append", help="env(s) of the MI measurement (default Bandit, Sokoban)")
     args = parser.parse_args()
     if "overhead" not in args.skip:
@@ -271,6 +324,19 @@ def main() -> None:
                     f"  {env_id:24} raw {r:8.1f}  harness rollout {b:8.1f} ({100 * (b / r - 1):+6.1f}%)  "
                     f"with record {h:8.1f} ({100 * (h / r - 1):+6.1f}%)"
                 )
+    if "records" not in args.skip:
+        print("episode line, format 2 (each turn's new user message) vs format 1 (each turn's whole chat):")
+        for agent, env_id in [
+            ("oracle", "ragen/Bandit-v0"),
+            ("random", "ragen/Sokoban-v0"),
+            ("random", "ragen/Sokoban-10x10-v0"),
+        ]:
+            r = record_sizes(agent, env_id)
+            print(
+                f"  {agent:6} {env_id:24} {r['turns']:4.1f} turns: {r['new_bytes']:8.0f} B vs {r['old_bytes']:8.0f} B "
+                f"({r['old_bytes'] / r['new_bytes']:.1f}x smaller); JSON {r['new_us']:7.1f} µs vs {r['old_us']:7.1f} µs "
+                f"({r['old_us'] / r['new_us']:.1f}x faster)"
+            )
     if "workers" not in args.skip:
         one, two = [], []
         for _ in range(max(1, args.rounds // 2)):
@@ -292,8 +358,10 @@ def main() -> None:
             print(
                 f"MI with {what} on {env_id}: rollout of 64 episodes {costs['rollout_s']:.2f} s, MI family "
                 f"(2 schemes x 64 pairs) {costs['mi_s']:.2f} s = {100 * costs['mi_s'] / costs['rollout_s']:.1f}% of "
-                f"the rollout; per scored pair {costs['cached_pair_ms']:.2f} ms with the prompt's KV cache vs "
-                f"{costs['naive_pair_ms']:.2f} ms with a full forward ({costs['naive_pair_ms'] / costs['cached_pair_ms']:.1f}x)"
+                f"the rollout; per scored pair {costs['cached_pair_ms']:.2f} ms on the prompt's shared KV cache vs "
+                f"{costs['gathered_pair_ms']:.2f} ms on per-row gathered caches "
+                f"({costs['gathered_pair_ms'] / costs['cached_pair_ms']:.2f}x) vs {costs['naive_pair_ms']:.2f} ms with a "
+                f"full forward ({costs['naive_pair_ms'] / costs['cached_pair_ms']:.1f}x)"
             )
 
 
