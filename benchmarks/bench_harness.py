@@ -18,9 +18,8 @@ ratios. Workloads:
   (it runs in the parent after the rollouts), no plots; spawn start-up included.
 - **mi**: a causal LM (the shipped tiny model when ``baselines/tiny/model`` loads, otherwise a randomly
   initialised Llama of the same shape with a byte-level BPE tokenizer built here) rolls out 64 Bandit
-  episodes; the MI family (both schemes, 64 pairs each) is timed against that rollout, and on an 8 × 8 block
-  the ``score_matrix`` on the prompt's shared KV cache against the per-row gathered-cache pass and against
-  one full forward per (prompt, reasoning) pair.
+  episodes; the MI family (both schemes, 64 pairs each) is timed against that rollout, and the KV-cache
+  ``score_matrix`` against one full forward per (prompt, reasoning) pair on an 8 × 8 block.
 """
 
 from __future__ import annotations
@@ -257,18 +256,6 @@ def mi_costs(agent, episodes: int = 16, samples: int = 4, env_id: str = "ragen/B
     start = time.perf_counter()
     agent.score_matrix(contexts, texts)
     cached = (time.perf_counter() - start) / (len(contexts) * len(texts))
-    from functools import partial
-
-    import harness.agents.decoding as decoding
-
-    shared = decoding.score_matrix_ids
-    decoding.score_matrix_ids = partial(shared, shared_prefix=False)  # the per-row gathered-cache pass
-    try:
-        start = time.perf_counter()
-        agent.score_matrix(contexts, texts)
-        gathered = (time.perf_counter() - start) / (len(contexts) * len(texts))
-    finally:
-        decoding.score_matrix_ids = shared
     tokenizer = agent.tokenizer
     start = time.perf_counter()
     with torch.inference_mode():
@@ -278,13 +265,7 @@ def mi_costs(agent, episodes: int = 16, samples: int = 4, env_id: str = "ragen/B
                 ids = tokenizer(prompt + ctx.prefill + text, add_special_tokens=False)["input_ids"]
                 agent.model(input_ids=torch.tensor([ids]))
     naive = (time.perf_counter() - start) / (len(contexts) * len(texts))
-    return {
-        "rollout_s": rollout,
-        "mi_s": mi,
-        "cached_pair_ms": 1e3 * cached,
-        "gathered_pair_ms": 1e3 * gathered,
-        "naive_pair_ms": 1e3 * naive,
-    }
+    return {"rollout_s": rollout, "mi_s": mi, "cached_pair_ms": 1e3 * cached, "naive_pair_ms": 1e3 * naive}
 
 
 def test_mi_cost(benchmark):
@@ -358,10 +339,8 @@ def main() -> None:
             print(
                 f"MI with {what} on {env_id}: rollout of 64 episodes {costs['rollout_s']:.2f} s, MI family "
                 f"(2 schemes x 64 pairs) {costs['mi_s']:.2f} s = {100 * costs['mi_s'] / costs['rollout_s']:.1f}% of "
-                f"the rollout; per scored pair {costs['cached_pair_ms']:.2f} ms on the prompt's shared KV cache vs "
-                f"{costs['gathered_pair_ms']:.2f} ms on per-row gathered caches "
-                f"({costs['gathered_pair_ms'] / costs['cached_pair_ms']:.2f}x) vs {costs['naive_pair_ms']:.2f} ms with a "
-                f"full forward ({costs['naive_pair_ms'] / costs['cached_pair_ms']:.1f}x)"
+                f"the rollout; per scored pair {costs['cached_pair_ms']:.2f} ms with the prompt's KV cache vs "
+                f"{costs['naive_pair_ms']:.2f} ms with a full forward ({costs['naive_pair_ms'] / costs['cached_pair_ms']:.1f}x)"
             )
 
 

@@ -93,8 +93,9 @@ class _Episode:
     def __init__(self, job: Job, env: Any, kwargs: dict[str, Any], seed_base: int, window: int | None) -> None:
         observation, info = env.reset(seed=job.seed)
         self.job, self.env, self.turn = job, env, 1
-        self.handle = EnvHandle(env.unwrapped)  # the side channel reads the live env, so one handle serves every turn
-        self.response_format = env.unwrapped.response_format
+        unwrapped = env.unwrapped  # a walk down the wrapper chain: once per episode
+        self.handle = EnvHandle(unwrapped)  # the side channel reads the live env, so one handle serves every turn
+        self.response_format = unwrapped.response_format
         self.prefill = prefill_for(self.response_format)
         self.system = {"role": "system", "content": info["instructions"]}
         self.exchanges: list[tuple[dict, dict]] = []

@@ -217,7 +217,6 @@ def score_matrix_ids(
     batch_size: int = 32,
     token_budget: int = 1024,
     cache_budget: int = 1 << 16,
-    shared_prefix: bool = True,
 ):
     """``(sums, counts)`` of shape ``(len(continuations), len(prompts))``; each prompt runs once, its KV cache
     serves every continuation.
@@ -230,11 +229,6 @@ def score_matrix_ids(
     its prompt's cached keys/values (a gather along the batch, no copy of the rest), the continuation is
     right-padded after it, at positions continuing the prompt's. The result equals teacher forcing every pair
     with a full forward (:func:`score_ids`) up to float rounding.
-
-    For Llama-architecture models (``shared_prefix``, the default) the text pass does not gather the cache
-    at all: a forward holds texts of one prompt, and each layer attends to that prompt's cached keys/values
-    as one matrix shared by every row (one GEMM per head for all rows' queries, instead of a per-row copy of
-    the cache and a masked attention over it); see :func:`_shared_prefix_forward`.
     """
     import numpy as np
     import torch
@@ -278,15 +272,6 @@ def score_matrix_ids(
             head_cache = _cache_of(head)
             width_p = ids.shape[1]
             lengths = head_mask.sum(-1)  # (G,) real prompt lengths
-            parts = _shared_prefix_parts(model, head_cache) if shared_prefix else None
-            if parts is not None:
-                for g, j in enumerate(group):
-                    for i, total in _score_texts_shared(
-                        parts, head_cache, g, head_mask[g], int(lengths[g]), last_lp[g], continuations, texts,
-                        temperature, pad_id, token_budget, device,
-                    ):  # fmt: skip
-                        sums[i, j] = total
-                continue
             pairs = [(g, i) for i in texts for g in range(len(group))]  # text-major: similar lengths together
             start = 0
             while start < len(pairs):
@@ -341,137 +326,3 @@ def _select_cache(cache, index):
         clone = copy.deepcopy(cache)
     clone.batch_select_indices(index)
     return clone
-
-
-# ---- the shared-prefix text pass (Llama architecture) ----------------------------------------------------------
-def _cache_kv(cache, layer: int):
-    """``(keys, values)`` of one layer of a DynamicCache, each ``(B, H_kv, T, D)`` (after RoPE)."""
-    layers = getattr(cache, "layers", None)
-    if layers is not None:
-        return layers[layer].keys, layers[layer].values
-    return cache.key_cache[layer], cache.value_cache[layer]
-
-
-def _shared_prefix_parts(model, cache) -> dict | None:
-    """The modules the shared-prefix pass runs, or None when ``model`` is not a plain Llama it can run exactly."""
-    config = getattr(model, "config", None)
-    inner = getattr(model, "model", None)
-    if config is None or inner is None or getattr(config, "model_type", None) != "llama" or model.training:
-        return None
-    if getattr(config, "pretraining_tp", 1) != 1 or not hasattr(model, "lm_head"):
-        return None
-    try:
-        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
-
-        layers = list(inner.layers)
-        heads = int(config.num_attention_heads)
-        kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)
-        head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // heads)
-        for index, layer in enumerate(layers):
-            attention = layer.self_attn
-            for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
-                getattr(attention, name)
-            layer.input_layernorm, layer.post_attention_layernorm, layer.mlp  # noqa: B018
-            keys, _ = _cache_kv(cache, index)
-            if keys.dim() != 4 or keys.shape[1] != kv_heads or keys.shape[3] != head_dim:
-                return None
-        scaling = getattr(layers[0].self_attn, "scaling", head_dim**-0.5)
-        return {
-            "embed": inner.embed_tokens, "layers": layers, "norm": inner.norm, "rotary": inner.rotary_emb,
-            "lm_head": model.lm_head, "rope": apply_rotary_pos_emb, "heads": heads, "kv_heads": kv_heads,
-            "head_dim": head_dim, "scaling": float(scaling),
-        }  # fmt: skip
-    except (AttributeError, ImportError, TypeError, IndexError):
-        return None
-
-
-def _score_texts_shared(
-    parts, cache, g, prompt_mask, prompt_len, first_lp, continuations, texts, temperature, pad_id, token_budget, device
-):
-    """``(text index, summed log-prob)`` of every text under prompt row ``g`` of ``cache``."""
-    import torch
-
-    heads, kv_heads = parts["heads"], parts["kv_heads"]
-    kv = []
-    for index in range(len(parts["layers"])):
-        keys, values = _cache_kv(cache, index)
-        keys, values = keys[g], values[g]  # (H_kv, P, D): views, shared by every row
-        if kv_heads != heads:
-            keys = keys.repeat_interleave(heads // kv_heads, dim=0)
-            values = values.repeat_interleave(heads // kv_heads, dim=0)
-        kv.append((keys, values))
-    prompt_bias = torch.zeros(prompt_mask.shape, dtype=kv[0][0].dtype, device=device)
-    prompt_bias = prompt_bias.masked_fill(prompt_mask == 0, float("-inf"))  # (P,): left padding is never attended
-    plen = prompt_mask.shape[0]
-    start = 0
-    while start < len(texts):
-        stop = start + 1
-        while stop < len(texts):
-            rows_next, text_len = stop + 1 - start, len(continuations[texts[stop]])
-            # rows x width within the budget, and the attention scores (R, H, W, P+W) within 128 MiB of float32
-            if rows_next * text_len > token_budget or rows_next * heads * text_len * (plen + text_len) > 1 << 25:
-                break
-            stop += 1
-        rows = texts[start:stop]
-        start = stop
-        width = max(len(continuations[i]) for i in rows)
-        text_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-        text_mask = torch.zeros((len(rows), width), dtype=torch.bool)
-        for b, i in enumerate(rows):
-            c = continuations[i]
-            text_ids[b, : len(c)] = torch.tensor(list(c), dtype=torch.long)
-            text_mask[b, : len(c)] = True
-        text_ids, text_mask = text_ids.to(device), text_mask.to(device)
-        logits = _shared_prefix_forward(parts, kv, prompt_bias, prompt_len, text_ids, text_mask)  # (R, W, V)
-        first = first_lp[text_ids[:, 0]].double()  # (R,)
-        if width > 1:
-            scaled = logits[:, :-1].float() / (1.0 if temperature == 0 else temperature)  # predicts tokens 1..W-1
-            rest = scaled.gather(-1, text_ids[:, 1:, None])[..., 0] - torch.logsumexp(scaled, dim=-1)  # (R, W-1)
-            totals = first + (rest.double() * text_mask[:, 1:]).sum(-1)
-        else:
-            totals = first
-        yield from zip(rows, totals.cpu().tolist())
-
-
-def _shared_prefix_forward(parts, kv, prompt_bias, prompt_len, text_ids, text_mask):
-    """Logits ``(R, W, V)`` of ``R`` texts, each right after the same cached prompt.
-
-    The HF Llama layers' own modules (norms, projections, MLP, rotary embedding) on the text tokens; only
-    attention is spelled out: every row's queries against the prompt's keys as one ``(H, R·W, D) @ (H, D, P)``
-    product (the cache is shared, never copied per row), and against the row's own earlier tokens (causal,
-    padding masked), under one softmax over both.
-    """
-    import torch
-
-    rows, width = text_ids.shape
-    heads, kv_heads, dim = parts["heads"], parts["kv_heads"], parts["head_dim"]
-    plen = prompt_bias.shape[0]
-    hidden = parts["embed"](text_ids)  # (R, W, d)
-    positions = prompt_len + torch.arange(width, device=text_ids.device)[None].expand(rows, width)
-    cos, sin = parts["rotary"](hidden, positions)
-    causal = torch.ones((width, width), dtype=torch.bool, device=text_ids.device).tril()
-    allowed = causal[None] & text_mask[:, None, :]  # (R, W, W)
-    self_bias = torch.zeros(allowed.shape, dtype=hidden.dtype, device=hidden.device).masked_fill(
-        ~allowed, float("-inf")
-    )
-    bias = torch.cat([prompt_bias.expand(rows, width, plen), self_bias], dim=-1)[:, None]  # (R, 1, W, P+W)
-    for layer, (keys, values) in zip(parts["layers"], kv):
-        attention = layer.self_attn
-        x = layer.input_layernorm(hidden)
-        q = attention.q_proj(x).view(rows, width, heads, dim).transpose(1, 2)  # (R, H, W, D)
-        k = attention.k_proj(x).view(rows, width, kv_heads, dim).transpose(1, 2)
-        v = attention.v_proj(x).view(rows, width, kv_heads, dim).transpose(1, 2)
-        q, k = parts["rope"](q, k, cos, sin)
-        if kv_heads != heads:
-            k = k.repeat_interleave(heads // kv_heads, dim=1)
-            v = v.repeat_interleave(heads // kv_heads, dim=1)
-        flat_q = q.transpose(0, 1).reshape(heads, rows * width, dim)
-        to_prompt = torch.matmul(flat_q, keys.transpose(-1, -2)).view(heads, rows, width, plen).transpose(0, 1)
-        to_self = torch.matmul(q, k.transpose(-1, -2))  # (R, H, W, W)
-        scores = torch.cat([to_prompt, to_self], dim=-1) * parts["scaling"] + bias
-        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)  # (R, H, W, P+W)
-        from_prompt = torch.matmul(probs[..., :plen].transpose(0, 1).reshape(heads, rows * width, plen), values)
-        out = from_prompt.view(heads, rows, width, dim).transpose(0, 1) + torch.matmul(probs[..., plen:], v)
-        hidden = hidden + attention.o_proj(out.transpose(1, 2).reshape(rows, width, heads * dim))
-        hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
-    return parts["lm_head"](parts["norm"](hidden))
