@@ -66,9 +66,10 @@ class DataConfig:
 
     episodes_per_env: int = 800
     """Episodes recorded per env (each is one training sequence)."""
-    episodes_override: tuple[tuple[str, int], ...] = (("ragen/Bandit-v0", 3000),)
-    """Per-env exceptions to ``episodes_per_env``. Bandit episodes are one short turn (~50 tokens), and they
-    are where the model learns to copy a word from its input into its reasoning: many of them cost little."""
+    episodes_override: tuple[tuple[str, int], ...] = (("ragen/Bandit-v0", 2000), ("ragen/FrozenLake-v0", 1600))
+    """Per-env exceptions to ``episodes_per_env``. Bandit episodes are one short turn (~50 tokens) and
+    FrozenLake ones one to three short turns: more of them cost little, and copying cells into the reasoning
+    came slower on FrozenLake than on Sokoban, whose long episodes give the model more tokens to learn from."""
     oracle_fraction: float = 0.5
     """Share of episodes played by the oracle throughout; the rest are perturbed."""
     random_prob: float = 0.3

@@ -8,16 +8,17 @@ the coordinates wrong). The teacher plays moves of the same quality (every move 
 or the next move of a move-optimal Sokoban solution) and writes the reasoning as short steps, each of which
 is a copy or a one-cell lookup from the input:
 
-- it first copies the lines that matter from the observation, in the observation's own words
-  (``Player: (3, 1). Goal: (2, 0).``), so the copy is the plain "find the same words earlier, copy what came
-  next" pattern small transformers learn first;
+- it first copies the lines that matter from the observation, in the observation's own words and line
+  breaks (``Player: (3, 1)`` newline ``Goal: (2, 0)``), so each copy is the plain "find the same tokens
+  earlier, copy what came next" pattern small transformers learn first (with the cells as single tokens,
+  see :mod:`baselines.tiny.tokenizer`);
 - **FrozenLake**: for each move, the moves toward the goal (vertical first) with the cell each leads to and
   what is there (``ok``, ``hole``, ``goal``), then the chosen move; a ``Detour`` when no move toward the goal
-  is on a shortest safe path. Example: ``Player: (3, 1). Goal: (2, 0). Up (2, 1) ok, Left (3, 0) ok: Up.
-  Left (2, 0) goal: Left.``
+  is on a shortest safe path, one line per move. Example (lines joined by ``/``): ``Player: (3, 1) / Goal:
+  (2, 0) / Up (2, 1) ok, Left (3, 0) ok: Up. / Left (2, 0) goal: Left.``
 - **Sokoban**: the next push of an optimal solution as a sub-goal (``Push Down from (1, 2):``), then each move
-  with the cell it reaches, a push with where the box goes. Example: ``Player: (2, 1). Boxes: (2, 2).
-  Targets: (3, 1). Push Down from (1, 2): Up (1, 1), Right (1, 2).``
+  with the cell it reaches, a push with where the box goes. Example: ``Player: (2, 1) / Boxes: (2, 2) /
+  Targets: (3, 1) / Push Down from (1, 2): Up (1, 1). Right (1, 2).``
 
 Other envs (Bandit) keep their oracle's response, which already reasons about the actual input. The teacher
 answers None where there is nothing sound to imitate (a Sokoban box stuck for good); the data recorder then
@@ -75,7 +76,7 @@ def frozen_lake_response(base: FrozenLakeEnv) -> str:
     def looks(nxt: int) -> str:
         return "goal" if nxt == lake.goal else ("hole" if lake.holes >> nxt & 1 else "ok")
 
-    steps, actions = [f"Player: {names[cell]}. Goal: {names[lake.goal]}."], []
+    steps, actions = [f"Player: {names[cell]}\nGoal: {names[lake.goal]}"], []
     while 0 < distance < len(layers) and len(actions) < base.max_actions_per_turn:
         candidates = toward_goal(size, cell, lake.goal)
         checks = ", ".join(
@@ -93,7 +94,7 @@ def frozen_lake_response(base: FrozenLakeEnv) -> str:
         cell, distance = table[cell * 4 + action], distance - 1
     if not actions:  # at the goal or cut off from it: any legal answer will do
         return base.oracle_response()
-    return respond(" ".join(steps), actions)
+    return respond("\n".join(steps), actions)
 
 
 # ---- Sokoban --------------------------------------------------------------------------------------------
@@ -126,17 +127,17 @@ def sokoban_response(base: SokobanEnv) -> str | None:
         return "Walk:"  # cannot happen: a solution ends with a push
 
     header = (
-        f"Player: {coordinate(base.player, cols)}. Boxes: {', '.join(coordinate(b, cols) for b in boxes)}. "
-        f"Targets: {', '.join(coordinate(t, cols) for t in level.targets)}."
+        f"Player: {coordinate(base.player, cols)}\nBoxes: {', '.join(coordinate(b, cols) for b in boxes)}\n"
+        f"Targets: {', '.join(coordinate(t, cols) for t in level.targets)}"
     )
     parts, actions = [header], []
     for index, (stand, direction, pushed) in enumerate(trace[: base.max_actions_per_turn]):
         if index == 0 or trace[index - 1][2] is not None:  # a new walk starts: name its goal
-            parts.append(subgoal(index))
+            parts.append("\n" + subgoal(index))
         name = SOKOBAN_ACTIONS[direction]
         if pushed is None:
             parts.append(f"{name} {coordinate(stand + deltas[direction], cols)}.")
         else:
             parts.append(f"{name} pushes the box to {coordinate(pushed + deltas[direction], cols)}.")
         actions.append(name)
-    return respond(" ".join(parts), actions)
+    return respond(" ".join(parts).replace(" \n", "\n"), actions)

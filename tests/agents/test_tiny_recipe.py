@@ -60,7 +60,7 @@ def test_teacher_wins_in_the_optimal_number_of_moves_and_reads_the_state(env_id,
         while not done:
             response = teacher_response(env)
             player = re.search(r"Player: (\(\d+, \d+\))", obs).group(1)
-            assert response.startswith(f"<think>Player: {player}."), (seed, response)
+            assert response.startswith(f"<think>Player: {player}\n"), (seed, response)
             moves += response.count(" || ") + 1
             obs, _, terminated, truncated, step_info = env.step(response)
             done = terminated or truncated
