@@ -303,6 +303,7 @@ class Trainer:
         self.policy.train()
         totals = {"losses/pg_loss": 0.0, "losses/approx_kl": 0.0, "losses/clipfrac": 0.0, "losses/entropy": 0.0}
         token_total = 0.0
+        sequence_total = 0.0  # every position a forward/backward processes (prompt and response tokens)
         value_total = 0.0
         steps = 0
         params = [p for p in self.policy.parameters() if p.requires_grad]
@@ -327,6 +328,7 @@ class Trainer:
                     totals["losses/clipfrac"] += stats["clipfrac"]
                     totals["losses/entropy"] += stats["entropy"]
                     token_total += sum(r.length for r in micro)
+                    sequence_total += sum(len(r.sequence) for r in micro)
                     if self.critic is not None:
                         v_loss = B.critic_loss(micro, self.critic, cfg, denominator)
                         v_loss.backward()
@@ -345,7 +347,8 @@ class Trainer:
         out = {key: self.dist.sum(value) / token_total for key, value in totals.items()}
         if self.critic is not None:
             out["losses/value_loss"] = self.dist.sum(value_total) / token_total
-        out["perf/train_tokens_per_s"] = token_total / max(elapsed, 1e-9)
+        out["perf/train_tokens_per_s"] = token_total / max(elapsed, 1e-9)  # response tokens trained on
+        out["perf/train_positions_per_s"] = self.dist.sum(sequence_total) / max(elapsed, 1e-9)
         out["losses/optimizer_steps"] = steps
         return out
 

@@ -48,8 +48,23 @@ def run_arm(name: str, filter_value: float, args: argparse.Namespace) -> list[di
         samples_per_prompt=args.samples,
         max_new_tokens=args.max_new_tokens,
         cpu_threads=args.threads,
+        env_kwargs=args.env_kwargs,
+        actor_lr=args.actor_lr,
+        checkpoint_every=0,
     )
     return Trainer(config).train(resume=False)
+
+
+def _model_version(model_dir: str) -> str:
+    """The last commit that touched the model directory, when it is inside a git checkout."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "log", "-1", "--format=%h %cs", "--", "."], cwd=model_dir, capture_output=True,
+                              text=True, timeout=10, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "version unknown"
+    return f"commit {done.stdout.strip()}" if done.returncode == 0 and done.stdout.strip() else "version unknown"
 
 
 def _fmt(value) -> str:
@@ -59,6 +74,11 @@ def _fmt(value) -> str:
 def write_report(results: dict[str, list[dict]], out: Path, args: argparse.Namespace) -> str:
     lines = [
         f"# SNR-aware filtering vs none — {args.env_id}, tiny model, {args.iterations} iterations, seed {args.seed}",
+        "",
+        f"Config: {args.prompts} prompts x {args.samples} samples per iteration, advantage {args.advantage}, actor lr "
+        f"{args.actor_lr}, env kwargs {json.dumps(args.env_kwargs, sort_keys=True)}, max {args.max_new_tokens} new tokens "
+        f"per turn, MI every {args.mi_every} iterations; filter arm = top-p 0.9 (linear, std), no_filter = keep all; "
+        f"model {args.model} ({_model_version(args.model)}).",
         "",
         "| iteration | " + " | ".join(f"{arm} {label}" for arm in results for _, label in SHOWN[:1])
         + " | " + " | ".join(f"{arm} kept ratio" for arm in results) + " | "
@@ -127,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", type=int, default=8, help="groups per iteration")
     parser.add_argument("--samples", type=int, default=8, help="rollouts per group")
     parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--env-kwargs", type=json.loads, default={}, help="JSON, e.g. '{\"max_turns\": 3}'")
+    parser.add_argument("--actor-lr", type=float, default=2e-5)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a busy box)")
     parser.add_argument("--out", default="runs/filter_vs_nofilter")
     args = parser.parse_args(argv)

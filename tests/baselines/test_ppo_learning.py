@@ -1,0 +1,64 @@
+"""The learner learns: a short deterministic run with the shipped tiny model whose success rises; the
+filter-vs-no-filter experiment writes its table and plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+SHIPPED = Path(__file__).resolve().parents[2] / "baselines" / "tiny" / "model"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SHIPPED / "model.safetensors").exists(), reason="the tiny model is not shipped here")
+def test_grpo_raises_bandit_success_from_its_own_starting_point(tmp_path):
+    """Bandit asked in the answer-only format (no ``<think>`` prefill), which the shipped model was not trained
+    on: it mostly rambles and rarely closes a parseable ``<answer>``, so success (pulling the better arm with a
+    valid answer) starts low. ``risky_prob=1`` makes the bold arm, which the model prefers, pay 1 every time,
+    so reward ranks responses the same way success does: valid bold answer 1, valid cautious answer 0.1,
+    unparseable -0.1. GRPO at temperature 1 must raise success within 8 iterations.
+
+    Measured here on seeds 0-3 (success per iteration, 4 prompts x 8 samples, lr 3e-4): the start was 0.16-0.19,
+    the mean of the last 3 iterations minus the first 0.33-0.74 (seed 0: 0.19 -> 0.44, 0.19, 0.94); single
+    iterations are noisy (4 levels each), hence a 3-iteration mean and a threshold of 0.2. lr 5e-4 was less
+    stable (0.21-0.64).
+    The test measures its own starting point, so a retrained tiny model that still prefers the bold arm keeps
+    it meaningful.
+    """
+    from baselines.ppo.config import PPOConfig
+    from baselines.ppo.trainer import Trainer
+
+    config = PPOConfig(
+        model=str(SHIPPED), env_id="ragen/Bandit-v0",
+        env_kwargs={"response_format": "answer", "max_turns": 1, "risky_prob": 1.0},
+        iterations=8, prompts_per_iteration=4, samples_per_prompt=8, seed=0, advantage="grpo", actor_lr=3e-4,
+        temperature=1.0, max_new_tokens=48, minibatch_size=32, micro_batch_size=16, filter_value=1.0, mi_every=0,
+        checkpoint_every=0, tensorboard=False, out_dir=str(tmp_path / "run"), cpu_threads=1,
+    )  # fmt: skip
+    rows = Trainer(config).train(resume=False)
+    success = np.array([row["rollout/success"] for row in rows])
+    assert len(success) == 8
+    assert success[0] <= 0.5, f"the shipped model already solves this setting ({success[0]:.2f}): the test is void"
+    assert success[-3:].mean() >= success[0] + 0.2, f"success did not rise: {np.round(success, 3).tolist()}"
+
+
+def test_filter_experiment_writes_table_and_plot(tiny_model_dir, tmp_path):
+    from baselines.ppo.experiments.filter_vs_nofilter import main
+
+    out = tmp_path / "exp"
+    argv = ["--model", tiny_model_dir, "--env-id", "ragen/Bandit-v0", "--env-kwargs", '{"max_turns": 2}',
+            "--iterations", "2", "--prompts", "2", "--samples", "2", "--max-new-tokens", "6", "--mi-every", "1",
+            "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert set(results) == {"filter", "no_filter"} and all(len(rows) == 2 for rows in results.values())
+    assert [r["rollout/filter_kept_ratio"] for r in results["no_filter"]] == [1.0, 1.0]
+    table = (out / "comparison.md").read_text()
+    assert "| 0 |" in table and "| 1 |" in table and '{"max_turns": 2}' in table
+    assert (out / "comparison.png").stat().st_size > 1000
