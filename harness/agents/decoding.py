@@ -207,6 +207,49 @@ def score_ids(
     return results
 
 
+@dataclass
+class _PrefixTree:
+    """Texts sharing prefixes, as one row: each distinct prefix is one node (a token at a depth), so a prefix
+    common to several texts is run once. Nodes are in creation order, parents before children."""
+
+    tokens: list[int]
+    parents: list[int]  # -1 for a root (a text's first token)
+    depths: list[int]
+    members: list[int]  # text indices
+    paths: list[list[int]]  # per member, its nodes in order
+
+
+def _prefix_trees(continuations: Sequence[Sequence[int]], texts: Sequence[int], node_budget: int) -> list[_PrefixTree]:
+    """The (non-empty) ``texts`` in lexicographic token order, cut into prefix trees of at most ``node_budget``
+    nodes (a longer text gets a tree of its own). In sorted order a text's longest common prefix with any
+    earlier text is the one with the text just before it, so each text adds ``len - lcp`` nodes."""
+    trees: list[_PrefixTree] = []
+    previous: Sequence[int] = ()
+    for i in sorted(texts, key=lambda i: (list(continuations[i]), i)):
+        text = continuations[i]
+        tree = trees[-1] if trees else None
+        lcp = 0
+        if tree is not None:
+            limit = min(len(text), len(previous))
+            while lcp < limit and text[lcp] == previous[lcp]:
+                lcp += 1
+            if len(tree.tokens) + len(text) - lcp > node_budget:
+                tree, lcp = None, 0
+        if tree is None:
+            tree = _PrefixTree([], [], [], [], [])
+            trees.append(tree)
+        path = tree.paths[-1][:lcp] if lcp else []
+        for depth in range(lcp, len(text)):
+            tree.tokens.append(int(text[depth]))
+            tree.parents.append(path[-1] if path else -1)
+            tree.depths.append(depth)
+            path.append(len(tree.tokens) - 1)
+        tree.members.append(i)
+        tree.paths.append(path)
+        previous = text
+    return trees
+
+
 def score_matrix_ids(
     model,
     prompts: Sequence[Sequence[int]],
@@ -217,18 +260,22 @@ def score_matrix_ids(
     batch_size: int = 32,
     token_budget: int = 1024,
     cache_budget: int = 1 << 16,
+    tree_budget: int = 256,
 ):
     """``(sums, counts)`` of shape ``(len(continuations), len(prompts))``; each prompt runs once, its KV cache
-    serves every continuation.
+    serves every continuation, and a prefix that several continuations share runs once per prompt.
 
     The prompts run left-padded in batches of similar length (up to ``batch_size`` rows; ``logits_to_keep=1``:
-    only the last position's distribution is needed, for each text's first token). Then (prompt, continuation)
-    pairs, ordered by continuation length so rows of a batch pad little, are scored in forwards of as many
-    pairs as fit ``token_budget`` continuation positions (rows x width; ~1k keeps a small model's activations in
-    CPU cache, measured faster than bigger batches) and ``cache_budget`` cached + new positions: each row gets
-    its prompt's cached keys/values (a gather along the batch, no copy of the rest), the continuation is
-    right-padded after it, at positions continuing the prompt's. The result equals teacher forcing every pair
-    with a full forward (:func:`score_ids`) up to float rounding.
+    only the last position's distribution is needed, for each text's first token). The continuations, in
+    lexicographic token order, are merged into prefix trees of at most ``tree_budget`` nodes (a node per
+    distinct prefix: reasonings that open alike, as a collapsed policy's do, share their opening); a tree is
+    one row, its nodes at positions continuing the prompt's by their depth, each attending to the prompt and to
+    its own ancestors (a 4D attention mask). (prompt, tree) rows, ordered by tree size, run in forwards of as
+    many rows as fit ``token_budget`` node positions (rows x width; ~1k keeps a small model's activations in
+    CPU cache, measured faster than bigger batches) and ``cache_budget`` cached + new positions; each row gets
+    its prompt's cached keys/values (a gather along the batch, no copy of the rest). A text's log-prob is its
+    first token's under the prompt plus, along its path, each node's distribution at its child's token. The
+    result equals teacher forcing every pair with a full forward (:func:`score_ids`) up to float rounding.
     """
     import numpy as np
     import torch
@@ -240,14 +287,16 @@ def score_matrix_ids(
     )
     if any(len(p) == 0 for p in prompts):
         raise ValueError("every prompt must have at least one token")
-    texts = sorted((i for i, c in enumerate(continuations) if c), key=lambda i: (len(continuations[i]), i))
+    texts = [i for i, c in enumerate(continuations) if c]
     if not texts or not prompts:
         return sums, counts
     cache_kw = _cache_keyword(model)
     vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
     max_positions = max(1, (1 << 25) // vocab) if vocab else 1 << 30  # rows x width of float32 logits <= 128 MiB
+    trees = sorted(_prefix_trees(continuations, texts, tree_budget), key=lambda t: len(t.tokens))
+    ancestry = [_ancestry(tree) for tree in trees]  # (N, N) bool: node a sees node b
+    widest = len(trees[-1].tokens)
     columns = sorted(range(len(prompts)), key=lambda j: (len(prompts[j]), j))
-    longest_text = len(continuations[texts[-1]])
     groups: list[list[int]] = []
     for j in columns:  # prompts of similar length together; each group's rows must also fit the text pass
         group = groups[-1] if groups else None
@@ -256,7 +305,7 @@ def score_matrix_ids(
             group is not None
             and len(group) < batch_size
             and width <= 1.125 * len(prompts[group[0]]) + 8  # little left padding (it is attended by every text row)
-            and (len(group) + 1) * (width + longest_text) <= cache_budget
+            and (len(group) + 1) * (width + widest) <= cache_budget
         ):
             group.append(j)
         else:
@@ -272,46 +321,104 @@ def score_matrix_ids(
             head_cache = _cache_of(head)
             width_p = ids.shape[1]
             lengths = head_mask.sum(-1)  # (G,) real prompt lengths
-            pairs = [(g, i) for i in texts for g in range(len(group))]  # text-major: similar lengths together
+            pairs = [(g, t) for t in range(len(trees)) for g in range(len(group))]  # similar tree sizes together
             start = 0
             while start < len(pairs):
                 stop = start + 1
                 while stop < len(pairs):
-                    rows_next, text_len = stop + 1 - start, len(continuations[pairs[stop][1]])
+                    rows_next, nodes = stop + 1 - start, len(trees[pairs[stop][1]].tokens)
                     if (
-                        rows_next * text_len > min(token_budget, max_positions)
-                        or rows_next * (width_p + text_len) > cache_budget
+                        rows_next * nodes > min(token_budget, max_positions)
+                        or rows_next * (width_p + nodes) > cache_budget
                     ):
                         break
                     stop += 1
                 rows = pairs[start:stop]
                 start = stop
-                width = max(len(continuations[i]) for _, i in rows)
-                text_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-                text_mask = torch.zeros((len(rows), width), dtype=torch.long)
-                for b, (_, i) in enumerate(rows):
-                    c = continuations[i]
-                    text_ids[b, : len(c)] = torch.tensor(list(c), dtype=torch.long)
-                    text_mask[b, : len(c)] = 1
-                text_ids, text_mask = text_ids.to(device), text_mask.to(device)
-                index = torch.tensor([g for g, _ in rows], dtype=torch.long, device=device)
-                cache = _select_cache(head_cache, index)
-                mask = torch.cat([head_mask[index], text_mask], dim=1)
-                text_pos = lengths[index][:, None] + torch.arange(width, device=device)[None]
-                logits = model(
-                    input_ids=text_ids, attention_mask=mask, position_ids=text_pos, use_cache=True, **{cache_kw: cache}
-                ).logits  # (R, W, V)
-                first = last_lp[index, text_ids[:, 0]]  # (R,)
-                if width > 1:
-                    logp = _scaled_logprobs(logits[:, :-1], temperature)  # predicts tokens 1..W-1 of each text
-                    rest = logp.gather(-1, text_ids[:, 1:, None])[..., 0]  # (R, W-1)
-                    rest = (rest.double() * text_mask[:, 1:]).sum(-1)
-                    totals = (first.double() + rest).cpu().tolist()
-                else:
-                    totals = first.double().cpu().tolist()
-                for (g, i), total in zip(rows, totals):
-                    sums[i, group[g]] = total
+                for (g, t), total in zip(
+                    rows,
+                    _score_tree_rows(
+                        model, cache_kw, rows, trees, ancestry, head_cache, head_mask, lengths, last_lp, temperature,
+                        pad_id, device,
+                    ),
+                ):  # fmt: skip
+                    for i, value in zip(trees[t].members, total):
+                        sums[i, group[g]] = value
     return sums, counts
+
+
+def _ancestry(tree: _PrefixTree):
+    """``(N, N)`` bool: ``[a, b]`` when node ``b`` is node ``a`` or one of its ancestors."""
+    import torch
+
+    n = len(tree.tokens)
+    seen = torch.zeros((n, n), dtype=torch.bool)
+    for node, parent in enumerate(tree.parents):
+        if parent >= 0:
+            seen[node] = seen[parent]
+        seen[node, node] = True
+    return seen
+
+
+def _score_tree_rows(
+    model, cache_kw, rows, trees, ancestry, head_cache, head_mask, lengths, last_lp, temperature, pad_id, device
+):
+    """Per (prompt row ``g``, tree ``t``) of ``rows``: the summed log-prob of each of the tree's members."""
+    import torch
+
+    width = max(len(trees[t].tokens) for _, t in rows)
+    node_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    depths = torch.zeros((len(rows), width), dtype=torch.long)
+    sees = torch.eye(width, dtype=torch.bool).repeat(len(rows), 1, 1)  # padding nodes see themselves only
+    for b, (_, t) in enumerate(rows):
+        n = len(trees[t].tokens)
+        node_ids[b, :n] = torch.tensor(trees[t].tokens, dtype=torch.long)
+        depths[b, :n] = torch.tensor(trees[t].depths, dtype=torch.long)
+        sees[b, :n, :n] = ancestry[t]
+    index = torch.tensor([g for g, _ in rows], dtype=torch.long, device=device)
+    node_ids, depths, sees = node_ids.to(device), depths.to(device), sees.to(device)
+    dtype = next(model.parameters()).dtype
+    allowed = torch.cat([head_mask[index].bool()[:, None, :].expand(-1, width, -1), sees], dim=-1)  # (R, W, P+W)
+    mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, torch.finfo(dtype).min)
+    cache = _select_cache(head_cache, index)
+    logits = model(
+        input_ids=node_ids,
+        attention_mask=mask[:, None],  # (R, 1, W, P+W): a custom 4D mask is used as given
+        position_ids=lengths[index][:, None] + depths,
+        use_cache=True,
+        **{cache_kw: cache},
+    ).logits  # (R, W, V)
+    logp = _scaled_logprobs(logits, temperature)  # node n's distribution of its children's tokens
+    # every (row, member) total: its first token under the prompt, then parent -> child along its path
+    row_of, node_of, token_of, slot_of, firsts = [], [], [], [], []
+    slots = 0
+    for b, (_, t) in enumerate(rows):
+        tree = trees[t]
+        for path in tree.paths:
+            firsts.append((b, tree.tokens[path[0]]))
+            for parent, child in zip(path, path[1:]):
+                row_of.append(b)
+                node_of.append(parent)
+                token_of.append(tree.tokens[child])
+                slot_of.append(slots)
+            slots += 1
+    first_rows = torch.tensor([b for b, _ in firsts], dtype=torch.long, device=device)
+    first_tokens = torch.tensor([tok for _, tok in firsts], dtype=torch.long, device=device)
+    totals = last_lp[index[first_rows], first_tokens].double()  # (slots,)
+    if row_of:
+        values = logp[
+            torch.tensor(row_of, device=device),
+            torch.tensor(node_of, device=device),
+            torch.tensor(token_of, device=device),
+        ].double()
+        totals = totals.index_add(0, torch.tensor(slot_of, device=device), values)
+    totals = totals.cpu().tolist()
+    out, at = [], 0
+    for _, t in rows:
+        members = len(trees[t].members)
+        out.append(totals[at : at + members])
+        at += members
+    return out
 
 
 def _select_cache(cache, index):

@@ -84,12 +84,15 @@ def test_score_matrix_with_prefix_cache_matches_full_forwards(agent):
     assert all(math.isfinite(est.value) for est in metrics.values())
 
 
-@pytest.mark.parametrize("token_budget, batch_size", [(1024, 32), (12, 2), (1, 1)])
-def test_batched_score_matrix_equals_teacher_forcing_each_pair(agent, token_budget, batch_size):
-    """The optimised scorer (prompts left-padded in batches, many (prompt, text) rows per forward on gathered
-    KV caches, texts sorted by length) equals one full forward per pair within float noise, for prompts and
-    texts of different lengths, empty and one-token texts, whatever the budget splits."""
-    from harness.agents.decoding import score_matrix_ids
+@pytest.mark.parametrize(
+    "token_budget, batch_size, tree_budget", [(1024, 32, 256), (12, 2, 256), (1, 1, 1), (64, 4, 9)]
+)
+def test_batched_score_matrix_equals_teacher_forcing_each_pair(agent, token_budget, batch_size, tree_budget):
+    """The optimised scorer (prompts left-padded in batches; texts merged into prefix trees, many (prompt, tree)
+    rows per forward on gathered KV caches) equals one full forward per pair within float noise, for prompts
+    and texts of different lengths, empty and one-token texts, texts that share openings or are prefixes of
+    others, whatever the budgets split."""
+    from harness.agents.decoding import _prefix_trees, score_matrix_ids
 
     ctxs = [
         Context(({"role": "system", "content": "Pick an arm."}, {"role": "user", "content": "Arms: A and B."}), "<think>"),
@@ -97,12 +100,21 @@ def test_batched_score_matrix_equals_teacher_forcing_each_pair(agent, token_budg
         Context(({"role": "user", "content": "x"},), ""),
         Context(({"role": "system", "content": "Pick an arm."}, {"role": "user", "content": "Arms: A and B."}), "<think>"),
     ]  # fmt: skip
-    texts = ["I pull A1 because it is bold and the risky arm pays more", "Turtle", "", "T", "maybe the Dragon arm"]
+    texts = [
+        "I pull A1 because it is bold and the risky arm pays more", "Turtle", "", "T", "maybe the Dragon arm",
+        "I pull A1 because it is safe", "I pull A1", "I pull B", "maybe",
+    ]  # fmt: skip
     heads = [encode(agent, prompt_text(agent, c)) for c in ctxs]
     bodies = [encode(agent, t) for t in texts]
+    trees = _prefix_trees(bodies, [i for i, b in enumerate(bodies) if b], tree_budget)
+    nodes = sum(len(tree.tokens) for tree in trees)
+    assert sorted(i for tree in trees for i in tree.members) == [i for i, b in enumerate(bodies) if b]
+    assert all(len(tree.tokens) <= tree_budget or len(tree.members) == 1 for tree in trees)
+    if tree_budget >= 64:  # shared openings are run once
+        assert nodes < sum(map(len, bodies))
     sums, counts = score_matrix_ids(
         agent.model, heads, bodies, temperature=agent.options.temperature, pad_id=agent.pad_id,
-        batch_size=batch_size, token_budget=token_budget,
+        batch_size=batch_size, token_budget=token_budget, tree_budget=tree_budget,
     )  # fmt: skip
     assert sums.shape == counts.shape == (len(texts), len(ctxs))
     for i, text in enumerate(texts):
