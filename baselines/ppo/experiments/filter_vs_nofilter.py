@@ -1,6 +1,6 @@
 """The paper's effect in miniature: the same training run with and without SNR-aware filtering.
 
-``python -m baselines.ppo.experiments.filter_vs_nofilter [--env-id ragen/FrozenLake-v0] [--iterations 12]``
+``python -m baselines.ppo.experiments.filter_vs_nofilter [--env-id ragen/FrozenLake-v0] [--iterations 10]``
 
 Both arms start from the shipped tiny model and use identical seeds (same env levels, same sampling seeds);
 the only difference is ``filter_value`` (0.9 top-p vs 1.0 = keep all). Writes, under ``--out``:
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=default_model_dir())
     parser.add_argument("--env-id", default="ragen/FrozenLake-v0")
-    parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--advantage", default="grpo")
     parser.add_argument("--mi-every", type=int, default=2)
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=8, help="rollouts per group")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--env-kwargs", type=json.loads, default={}, help="JSON, e.g. '{\"max_turns\": 3}'")
-    parser.add_argument("--actor-lr", type=float, default=2e-5)
+    parser.add_argument("--actor-lr", type=float, default=1e-4)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a busy box)")
     parser.add_argument("--out", default="runs/filter_vs_nofilter")
     args = parser.parse_args(argv)
