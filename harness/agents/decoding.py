@@ -261,6 +261,7 @@ def score_matrix_ids(
     token_budget: int = 512,
     cache_budget: int = 1 << 16,
     tree_budget: int = 256,
+    tree_masks: bool | None = None,
 ):
     """``(sums, counts)`` of shape ``(len(continuations), len(prompts))``; each prompt runs once, its KV cache
     serves every continuation, and a prefix that several continuations share runs once per prompt.
@@ -272,10 +273,15 @@ def score_matrix_ids(
     one row, its nodes at positions continuing the prompt's by their depth, each attending to the prompt and to
     its own ancestors (a 4D attention mask). (prompt, tree) rows, ordered by tree size, run in forwards of as
     many rows as fit ``token_budget`` node positions (rows x width; 512 with trees of <= 256 nodes measured
-    fastest for the tiny model on CPU, against 64-512 nodes and 512-2048 positions) and ``cache_budget`` cached + new positions; each row gets
-    its prompt's cached keys/values (a gather along the batch, no copy of the rest). A text's log-prob is its
-    first token's under the prompt plus, along its path, each node's distribution at its child's token. The
-    result equals teacher forcing every pair with a full forward (:func:`score_ids`) up to float rounding.
+    fastest for the tiny model on CPU, against 64-512 nodes and 512-2048 positions) and ``cache_budget``
+    cached + new positions; each row gets its prompt's cached keys/values (a gather along the batch, no copy
+    of the rest). A text's log-prob is its first token's under the prompt plus, along its path, each node's
+    distribution at its child's token. The result equals teacher forcing every pair with a full forward
+    (:func:`score_ids`) up to float rounding.
+
+    ``tree_masks`` (default: whether the model's attention takes a custom 4D mask, as ``eager`` and ``sdpa``
+    do; flash-attention kernels do not): when false, every text is a tree of its own, a plain causal chain
+    under the usual 2D padding mask.
     """
     import numpy as np
     import torch
@@ -293,6 +299,10 @@ def score_matrix_ids(
     cache_kw = _cache_keyword(model)
     vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
     max_positions = max(1, (1 << 25) // vocab) if vocab else 1 << 30  # rows x width of float32 logits <= 128 MiB
+    if tree_masks is None:
+        tree_masks = getattr(getattr(model, "config", None), "_attn_implementation", None) in (None, "eager", "sdpa")
+    if not tree_masks:
+        tree_budget = 0  # one chain per text
     trees = sorted(_prefix_trees(continuations, texts, tree_budget), key=lambda t: len(t.tokens))
     ancestry = [_ancestry(tree) for tree in trees]  # (N, N) bool: node a sees node b
     widest = len(trees[-1].tokens)
@@ -339,7 +349,7 @@ def score_matrix_ids(
                     rows,
                     _score_tree_rows(
                         model, cache_kw, rows, trees, ancestry, head_cache, head_mask, lengths, last_lp, temperature,
-                        pad_id, device,
+                        pad_id, device, tree_masks,
                     ),
                 ):  # fmt: skip
                     for i, value in zip(trees[t].members, total):
@@ -361,8 +371,9 @@ def _ancestry(tree: _PrefixTree):
 
 
 def _score_tree_rows(
-    model, cache_kw, rows, trees, ancestry, head_cache, head_mask, lengths, last_lp, temperature, pad_id, device
-):
+    model, cache_kw, rows, trees, ancestry, head_cache, head_mask, lengths, last_lp, temperature, pad_id, device,
+    tree_masks,
+):  # fmt: skip
     """Per (prompt row ``g``, tree ``t``) of ``rows``: the summed log-prob of each of the tree's members."""
     import torch
 
@@ -377,13 +388,20 @@ def _score_tree_rows(
         sees[b, :n, :n] = ancestry[t]
     index = torch.tensor([g for g, _ in rows], dtype=torch.long, device=device)
     node_ids, depths, sees = node_ids.to(device), depths.to(device), sees.to(device)
-    dtype = next(model.parameters()).dtype
-    allowed = torch.cat([head_mask[index].bool()[:, None, :].expand(-1, width, -1), sees], dim=-1)  # (R, W, P+W)
-    mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, torch.finfo(dtype).min)
+    if tree_masks:
+        dtype = next(model.parameters()).dtype
+        allowed = torch.cat([head_mask[index].bool()[:, None, :].expand(-1, width, -1), sees], dim=-1)  # (R, W, P+W)
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, torch.finfo(dtype).min)
+        mask = mask[:, None]  # (R, 1, W, P+W): a custom 4D mask is used as given
+    else:  # every tree is one text, a chain: the model's own causal mask over [prompt | text] padding
+        text_mask = torch.zeros((len(rows), width), dtype=head_mask.dtype, device=device)
+        for b, (_, t) in enumerate(rows):
+            text_mask[b, : len(trees[t].tokens)] = 1
+        mask = torch.cat([head_mask[index], text_mask], dim=1)
     cache = _select_cache(head_cache, index)
     logits = model(
         input_ids=node_ids,
-        attention_mask=mask[:, None],  # (R, 1, W, P+W): a custom 4D mask is used as given
+        attention_mask=mask,
         position_ids=lengths[index][:, None] + depths,
         use_cache=True,
         **{cache_kw: cache},

@@ -85,13 +85,17 @@ def test_score_matrix_with_prefix_cache_matches_full_forwards(agent):
 
 
 @pytest.mark.parametrize(
-    "token_budget, batch_size, tree_budget", [(1024, 32, 256), (12, 2, 256), (1, 1, 1), (64, 4, 9)]
+    "token_budget, batch_size, tree_budget, tree_masks",
+    [(1024, 32, 256, None), (12, 2, 256, None), (1, 1, 1, None), (64, 4, 9, None), (64, 4, 256, False)],
 )
-def test_batched_score_matrix_equals_teacher_forcing_each_pair(agent, token_budget, batch_size, tree_budget):
+def test_batched_score_matrix_equals_teacher_forcing_each_pair(
+    agent, token_budget, batch_size, tree_budget, tree_masks
+):
     """The optimised scorer (prompts left-padded in batches; texts merged into prefix trees, many (prompt, tree)
     rows per forward on gathered KV caches) equals one full forward per pair within float noise, for prompts
     and texts of different lengths, empty and one-token texts, texts that share openings or are prefixes of
-    others, whatever the budgets split."""
+    others, whatever the budgets split; and so does its one-chain-per-text form (for attention kernels that
+    take no custom 4D mask)."""
     from harness.agents.decoding import _prefix_trees, score_matrix_ids
 
     ctxs = [
@@ -114,7 +118,7 @@ def test_batched_score_matrix_equals_teacher_forcing_each_pair(agent, token_budg
         assert nodes < sum(map(len, bodies))
     sums, counts = score_matrix_ids(
         agent.model, heads, bodies, temperature=agent.options.temperature, pad_id=agent.pad_id,
-        batch_size=batch_size, token_budget=token_budget, tree_budget=tree_budget,
+        batch_size=batch_size, token_budget=token_budget, tree_budget=tree_budget, tree_masks=tree_masks,
     )  # fmt: skip
     assert sums.shape == counts.shape == (len(texts), len(ctxs))
     for i, text in enumerate(texts):
