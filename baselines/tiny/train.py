@@ -27,7 +27,7 @@ import numpy as np
 
 from baselines.tiny import MODEL_DIR
 from baselines.tiny.data import DataConfig, Episode, record_all
-from baselines.tiny.tokenizer import IM_END, IM_START, train_tokenizer
+from baselines.tiny.tokenizer import IM_END, IM_START, field_labels, train_tokenizer
 from harness.prompting import prefill_for
 from ragen_envs.core import check_range
 
@@ -179,12 +179,14 @@ def train(config: TrainConfig, out: Path, log=print, snapshots: Path | None = No
     episodes = record_all(config.data)
     log(f"recorded {len(episodes)} episodes in {time.perf_counter() - started:.1f}s")
     system_prompts = {e.messages[0]["content"] for e in episodes if e.messages[0]["role"] == "system"}
-    tokenizer = train_tokenizer(tokenizer_corpus(episodes), config.vocab_size, whole_texts=system_prompts)
+    corpus = tokenizer_corpus(episodes)
+    labels = field_labels(text for text in corpus if text.startswith("user\n"))
+    tokenizer = train_tokenizer(corpus, config.vocab_size, whole_texts=system_prompts, labels=labels)
     encoded = [encode_episode(tokenizer, episode) for episode in episodes]
     kept = [triple for triple in encoded if len(triple[0]) <= config.max_seq_len]
     lengths = [len(ids) for ids, _, _ in kept]
     log(
-        f"tokenizer: {len(tokenizer)} tokens; {len(kept)}/{len(encoded)} episodes fit {config.max_seq_len} tokens; "
+        f"tokenizer: {len(tokenizer)} tokens ({len(labels)} field labels); {len(kept)}/{len(encoded)} episodes fit {config.max_seq_len} tokens; "
         f"{sum(lengths)} tokens, mean {np.mean(lengths):.0f}, max {max(lengths)}"
     )
 
