@@ -106,7 +106,7 @@ def small_tokenizer():
 
     episodes = record_episodes("ragen/Bandit-v0", DataConfig(episodes_per_env=30, episodes_override=()), 0)
     texts = [m["content"] for e in episodes for m in e.messages]
-    return train_tokenizer(texts, vocab_size=600)
+    return train_tokenizer(texts, vocab_size=600, labels=("Player:", "Goal:"))
 
 
 @settings(max_examples=200, deadline=None)
@@ -120,6 +120,20 @@ def test_tokenizer_keeps_digits_and_tags_apart(small_tokenizer):
     pieces = small_tokenizer.tokenize("<think>at (12, 3)</think><answer>Up</answer>")
     assert "<think>" in pieces and "</answer>" in pieces
     assert "1" in pieces and "2" in pieces and "3" in pieces
+
+
+def test_cells_and_field_labels_are_single_tokens(small_tokenizer):
+    pieces = small_tokenizer.tokenize("Player: (3, 1)\nGoal: (0, 2)\nUp (2, 1) ok")
+    assert pieces[:5] == ["Player:", " (3, 1)", "Ċ", "Goal:", " (0, 2)"]
+    assert " (2, 1)" in pieces
+
+
+def test_field_labels_are_frequent_line_starting_labels():
+    from baselines.tiny.tokenizer import field_labels
+
+    texts = ["Player: (1, 2)\nGoal: (0, 0)\nGrid Map:\n__", "Player: (0, 1)\nnote Goal: (1, 1)", "Goal: (3, 3)"]
+    assert field_labels(texts, min_count=2) == ("Goal:", "Player:")  # "Grid Map:" ends its line; mid-line ignored
+    assert field_labels(texts, min_count=3) == ()
 
 
 @pytest.mark.slow
