@@ -229,3 +229,24 @@ def test_record_deltas_rebuild_exactly_the_chat_the_agent_saw(window):
             assert request_seed == response_seed(config.seed, "ragen/Sokoban-v0", seed, 1, index + 1)
         long_episodes += len(record["turns"]) > 3
     assert long_episodes  # the window actually cut something
+
+
+def test_request_seed_is_derived_once_and_only_when_read():
+    import pickle
+
+    from harness.agents.base import Context, Request
+
+    calls = []
+
+    def seed():
+        calls.append(1)
+        return 42
+
+    context = Context(({"role": "user", "content": "x"},), "<think>")
+    request = Request(context, seed)
+    assert calls == []  # an agent that never reads the seed (the oracle) never derives it
+    assert request.seed == 42 and request.seed == 42 and calls == [1]
+    assert request == Request(context, 42) and request != Request(context, 41)
+    assert pickle.loads(pickle.dumps(request)) == request
+    with pytest.raises(AttributeError):
+        request.seed = 3
