@@ -3,8 +3,8 @@
 Sampling is :func:`harness.agents.decoding.generate_ids` (the same code the ``hf:``/``tiny`` agents use):
 left-padded batch, one prefill forward, a KV cache, one seeded ``torch.Generator`` per row (a response is a
 function of its prompt and seed, not of the batch), and per-token log-probs and entropies of the distribution
-each token was drawn from. :func:`sample_responses` adapts it to the learner's rollout loop; any other backend (the vLLM
-engine) plugs in as a callable with the same signature returning :class:`Decoded` rows.
+each token was drawn from. :func:`sample_responses` adapts it to the learner's rollout loop; any other
+backend (the vLLM engine) plugs in as a ``sampler(prompts, seeds)`` callable returning :class:`Decoded` rows.
 """
 
 from __future__ import annotations
