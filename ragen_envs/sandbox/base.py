@@ -77,6 +77,31 @@ class Result:
         """The program exited 0 within its limits."""
         return self.exit_code == 0 and self.violation is None
 
+    @classmethod
+    def from_captured(
+        cls,
+        captured: Captured,
+        violation: str | None,
+        *,
+        backend: str,
+        enforcement: str,
+        exit_code: int | None = None,
+        wall_s: float | None = None,
+        unsafe: bool = False,
+    ) -> Result:
+        """The result of a supervised run; ``exit_code`` and ``wall_s`` default to what ``captured`` measured."""
+        return cls(
+            stdout=decode(captured.stdout),
+            stderr=decode(captured.stderr),
+            exit_code=captured.returncode if exit_code is None else exit_code,
+            timed_out=captured.timed_out or violation == "timeout",
+            violation=violation,
+            wall_s=captured.wall_s if wall_s is None else wall_s,
+            backend=backend,
+            enforcement=enforcement,
+            unsafe=unsafe,
+        )
+
 
 class Backend:
     """One way of running untrusted code. Subclasses implement :meth:`run` and :meth:`available`."""

@@ -29,7 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ragen_envs.sandbox import cgroups
-from ragen_envs.sandbox.base import Backend, Limits, Result, as_bytes, classify, decode, kill_process_group, supervise
+from ragen_envs.sandbox.base import Backend, Limits, Result, as_bytes, classify, kill_process_group, supervise
 from ragen_envs.sandbox.uids import UidSlot
 
 LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_bytes()
@@ -183,15 +183,8 @@ class BwrapBackend(Backend):
             pids_event=pids_event,
             cpu_limit_s=max(1, round(limits.cpu_s)),
         )
-        return Result(
-            stdout=decode(captured.stdout),
-            stderr=decode(captured.stderr),
-            exit_code=exit_code,
-            timed_out=captured.timed_out or violation == "timeout",
-            violation=violation,
-            wall_s=captured.wall_s,
-            backend=self.name,
-            enforcement=", ".join(notes),
+        return Result.from_captured(
+            captured, violation, backend=self.name, enforcement=", ".join(notes), exit_code=exit_code
         )
 
 

@@ -28,7 +28,7 @@ import zlib
 from functools import lru_cache
 from pathlib import Path
 
-from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, as_bytes, classify, decode
+from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, as_bytes, classify
 from ragen_envs.sandbox.bwrap import LAUNCHER_SOURCE
 
 DEFAULT_IMAGE = "ragen-sandbox:local"
@@ -210,15 +210,13 @@ class DockerBackend(Backend):
         if exit_code > 128:
             exit_code = -(exit_code - 128)
         violation = classify(captured, exit_code=exit_code, memory_event="oom" if oom else None, cpu_limit_s=cpu)
-        return Result(
-            stdout=decode(captured.stdout),
-            stderr=decode(captured.stderr),
-            exit_code=exit_code,
-            timed_out=captured.timed_out or violation == "timeout",
-            violation=violation,
-            wall_s=time.monotonic() - started,
+        return Result.from_captured(
+            captured,
+            violation,
             backend=self.name,
             enforcement=f"docker: cgroup memory+pids (container), ulimits, uid {SANDBOX_UID}, network none, cap-drop ALL",
+            exit_code=exit_code,
+            wall_s=time.monotonic() - started,
         )
 
     def _collect(self, container, raw, limits: Limits, started: float) -> Captured:

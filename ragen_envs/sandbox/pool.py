@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from ragen_envs.sandbox import cgroups
-from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, as_bytes, classify, decode
+from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, as_bytes, classify
 from ragen_envs.sandbox.bwrap import LAUNCHER_SOURCE, BwrapBackend, _enter, _memfd
 from ragen_envs.sandbox.uids import UidSlot
 
@@ -162,16 +162,7 @@ class PoolBackend(Backend):
             self._idle.put(member)
         else:
             self._retire(member)
-        return Result(
-            stdout=decode(captured.stdout),
-            stderr=decode(captured.stderr),
-            exit_code=captured.returncode,
-            timed_out=captured.timed_out or violation == "timeout",
-            violation=violation,
-            wall_s=captured.wall_s,
-            backend=self.name,
-            enforcement=member.enforcement,
-        )
+        return Result.from_captured(captured, violation, backend=self.name, enforcement=member.enforcement)
 
     def _execute(self, member: _Member, code: str, stdin, limits: Limits, started: float) -> tuple[Captured, bool]:
         out_r, out_w = os.pipe()

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from ragen_envs.sandbox.base import Backend, Limits, Result, as_bytes, classify, decode, kill_process_group, supervise
+from ragen_envs.sandbox.base import Backend, Limits, Result, as_bytes, classify, kill_process_group, supervise
 from ragen_envs.sandbox.bwrap import LAUNCHER_SOURCE
 
 
@@ -70,13 +70,9 @@ class UnsafeSubprocessBackend(Backend):
             finally:
                 kill_process_group(proc)
         violation = classify(captured, exit_code=captured.returncode, cpu_limit_s=max(1, round(limits.cpu_s)))
-        return Result(
-            stdout=decode(captured.stdout),
-            stderr=decode(captured.stderr),
-            exit_code=captured.returncode,
-            timed_out=captured.timed_out or violation == "timeout",
-            violation=violation,
-            wall_s=captured.wall_s,
+        return Result.from_captured(
+            captured,
+            violation,
             backend=self.name,
             enforcement="UNSAFE: host subprocess, rlimits and timeout only (no filesystem, network or process isolation)",
             unsafe=True,
