@@ -196,39 +196,16 @@ def lm_agent():
         from baselines.tiny import MODEL_DIR
 
         return make_agent(f"hf:{MODEL_DIR}", options), "shipped tiny model"
-    except Exception:  # not trained/shipped yet: build one of the same shape
+    except Exception:  # not trained/shipped yet: build one of the same shape with the tests' offline builder
         pass
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    import sys
 
-    from harness.agents.hf import HFAgent
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from tiny_lm import build_tiny_llama
 
-    env = gym.make("ragen/Bandit-v0")
-    corpus = []
-    for seed in range(50):
-        obs, info = env.reset(seed=seed)
-        corpus += [obs, info["instructions"], env.unwrapped.oracle_response()]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=2048, special_tokens=["<pad>", "<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tok.train_from_iterator(corpus, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
-    fast.chat_template = (
-        "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-    )
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(fast), hidden_size=256, intermediate_size=704, num_hidden_layers=4, num_attention_heads=4,
-        num_key_value_heads=4, max_position_embeddings=4096, pad_token_id=0, eos_token_id=1, tie_word_embeddings=True,
-    )  # fmt: skip
-    agent = HFAgent(LlamaForCausalLM(config).eval(), fast, options)
-    agent.spec = "hf:random-init"
-    return agent, "random-init Llama (tiny shape)"
+    shape = {"vocab_size": 2048, "hidden": 256, "intermediate": 704, "layers": 4, "heads": 4, "kv_heads": 4}
+    model_dir = build_tiny_llama(tempfile.mkdtemp(prefix="bench-tiny-"), corpus_seeds=50, **shape)
+    return make_agent(f"hf:{model_dir}", options), "random-init Llama (tiny shape)"
 
 
 def mi_costs(agent, episodes: int = 16, samples: int = 4, env_id: str = "ragen/Bandit-v0") -> dict[str, float]:
