@@ -184,9 +184,8 @@ def test_search(benchmark, tier):
     benchmark(lambda: index.search(next(queries)))
 
 
-@pytest.mark.parametrize("tier", ["1k", "10k"])
-def test_step_in_process(benchmark, tier):
-    env = gym.make("ragen/WebShop-v0", tier=tier, response_format="raw").unwrapped
+def random_stepper(env):
+    """A zero-argument step with a seeded random action, resetting when the episode ends (for ``benchmark``)."""
     env.action_space.seed(0)
     env.reset(seed=0)
 
@@ -195,21 +194,19 @@ def test_step_in_process(benchmark, tier):
         if terminated or truncated:
             env.reset()
 
-    benchmark(step)
+    return step
+
+
+@pytest.mark.parametrize("tier", ["1k", "10k"])
+def test_step_in_process(benchmark, tier):
+    env = gym.make("ragen/WebShop-v0", tier=tier, response_format="raw").unwrapped
+    benchmark(random_stepper(env))
 
 
 def test_step_over_http(benchmark):
     with ShopServer("1k") as server:
         env = gym.make("ragen/WebShop-v0", transport="http", server_url=server.url, response_format="raw").unwrapped
-        env.action_space.seed(0)
-        env.reset(seed=0)
-
-        def step():
-            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-            if terminated or truncated:
-                env.reset()
-
-        benchmark(step)
+        benchmark(random_stepper(env))
         env.close()
 
 
