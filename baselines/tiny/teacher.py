@@ -73,23 +73,24 @@ def frozen_lake_response(base: FrozenLakeEnv) -> str:
     cell = base.player
     distance = distance_to_goal(layers, cell)
 
-    def looks(nxt: int) -> str:
-        return "goal" if nxt == lake.goal else ("hole" if lake.holes >> nxt & 1 else "ok")
+    def check(action: int) -> str:  # "Up (2, 1) ok": the move, the cell it reaches, what is there
+        nxt = table[cell * 4 + action]
+        there = "goal" if nxt == lake.goal else ("hole" if lake.holes >> nxt & 1 else "ok")
+        return f"{LAKE_ACTIONS[action]} {names[nxt]} {there}"
 
     steps, actions = [f"Player: {names[cell]}\nGoal: {names[lake.goal]}"], []
     while 0 < distance < len(layers) and len(actions) < base.max_actions_per_turn:
         candidates = toward_goal(size, cell, lake.goal)
-        checks = ", ".join(
-            f"{LAKE_ACTIONS[a]} {names[table[cell * 4 + a]]} {looks(table[cell * 4 + a])}" for a in candidates
+        checks = ", ".join(check(a) for a in candidates)
+        # the first move toward the goal that is on a shortest safe path; else (holes or a dead end that way)
+        # a detour, the first such move of any direction
+        action = next(
+            a for a in (*candidates, *range(4)) if distance_to_goal(layers, table[cell * 4 + a]) == distance - 1
         )
-        closer = [a for a in candidates if distance_to_goal(layers, table[cell * 4 + a]) == distance - 1]
-        if closer:
-            action = closer[0]
+        if action in candidates:
             steps.append(f"{checks}: {LAKE_ACTIONS[action]}.")
-        else:  # every move toward the goal is a hole or a dead end: follow the search
-            action = next(a for a in range(4) if distance_to_goal(layers, table[cell * 4 + a]) == distance - 1)
-            nxt = table[cell * 4 + action]
-            steps.append(f"{checks}. Detour: {LAKE_ACTIONS[action]} {names[nxt]} {looks(nxt)}.")
+        else:
+            steps.append(f"{checks}. Detour: {check(action)}.")
         actions.append(LAKE_ACTIONS[action])
         cell, distance = table[cell * 4 + action], distance - 1
     if not actions:  # at the goal or cut off from it: any legal answer will do
