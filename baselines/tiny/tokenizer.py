@@ -3,14 +3,14 @@
 Byte-level, so any string a user or an env produces can be encoded (no unknown token). Pre-tokenization is
 GPT-2's (words with their leading space, punctuation runs) with every digit on its own: an arm's name is the
 same token in the observation and in the reasoning. Every board cell ``(row, col)`` with one-digit row and
-column is one added token (with its leading space, where it has one): the model reads and writes cells as words, so copying "Player: (3, 1)" into its
-reasoning is the one-token copy small transformers learn first, "is (2, 1) a hole?" is a match between equal
-tokens, and "the cell above (3, 1)" is a lookup between two embeddings. (The first shipped model, which saw
-cells as five tokens each, never learned to copy them.) Larger coordinates fall back to digits. The labels that start the observations' lines
-(``Player:``, ``Goal:``, ``Boxes:``…, found in the training text by :func:`field_labels`) are one token each
-too, so a value follows a token that names it: "copy what followed ``Player:``" is a one-token match, where
-with ``Player`` ``:`` the model would have to match two tokens back to tell the player's line from the
-goal's. Each env's
+column is one added token (with its leading space, where it has one): the model reads and writes cells as
+words, so copying "Player: (3, 1)" into its reasoning is the one-token copy small transformers learn first,
+"is (2, 1) a hole?" is a match between equal tokens, and "the cell above (3, 1)" is a lookup between two
+embeddings. (The first shipped model, which saw cells as five tokens each, never learned to copy them.)
+Larger coordinates fall back to digits. The labels that start the observations' lines (``Player:``,
+``Goal:``, ``Boxes:``…, found in the training text by :func:`field_labels`) are one token each too, so a value
+follows a token that names it: "copy what followed ``Player:``" is a one-token match, where with ``Player``
+``:`` the model would have to match two tokens back to tell the player's line from the goal's. Each env's
 fixed system prompt is one added token (short sequences are what make CPU training affordable).
 
 Special tokens follow the ChatML convention many open models use (``<|im_start|>``, ``<|im_end|>``, which is

@@ -85,7 +85,7 @@ def encode_episode(tokenizer, episode: Episode) -> tuple[list[int], list[int], l
     per token saying whether it is env text (system and user messages), which gets the auxiliary loss.
 
     Pieces are cut at special tokens and newlines, where the BPE never merges, so their concatenation is
-    exactly the tokenization of the chat template's rendering (``tests/baselines/test_tiny_model.py``).
+    exactly the tokenization of the chat template's rendering (``tests/agents/test_tiny_model.py``).
     """
     ids: list[int] = []
     labels: list[int] = []
@@ -186,7 +186,8 @@ def train(config: TrainConfig, out: Path, log=print, snapshots: Path | None = No
     kept = [triple for triple in encoded if len(triple[0]) <= config.max_seq_len]
     lengths = [len(ids) for ids, _, _ in kept]
     log(
-        f"tokenizer: {len(tokenizer)} tokens ({len(labels)} field labels); {len(kept)}/{len(encoded)} episodes fit {config.max_seq_len} tokens; "
+        f"tokenizer: {len(tokenizer)} tokens ({len(labels)} field labels); "
+        f"{len(kept)}/{len(encoded)} episodes fit {config.max_seq_len} tokens; "
         f"{sum(lengths)} tokens, mean {np.mean(lengths):.0f}, max {max(lengths)}"
     )
 
