@@ -38,15 +38,15 @@ def score_matrix(policy, tokenizer, prompt_ids: list[list[int]], reasonings: lis
     across every reasoning (:func:`harness.agents.decoding.score_matrix_ids`).
     """
     prompt_keys = [tuple(p) for p in prompt_ids]
-    unique_prompts = list(dict.fromkeys(prompt_keys))
-    unique_texts = list(dict.fromkeys(reasonings))
-    text_ids = [tokenizer(r, add_special_tokens=False)["input_ids"] for r in unique_texts]
+    column_of = {key: j for j, key in enumerate(dict.fromkeys(prompt_keys))}  # distinct prompt -> its column
+    row_of = {text: i for i, text in enumerate(dict.fromkeys(reasonings))}  # distinct reasoning -> its row
+    text_ids = [tokenizer(r, add_special_tokens=False)["input_ids"] for r in row_of]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     sums, counts = score_matrix_ids(
-        policy, [list(p) for p in unique_prompts], text_ids, temperature=temperature, pad_id=pad_id
+        policy, [list(k) for k in column_of], text_ids, temperature=temperature, pad_id=pad_id
     )
-    rows = np.array([unique_texts.index(r) for r in reasonings])
-    columns = np.array([unique_prompts.index(k) for k in prompt_keys])
+    rows = np.array([row_of[r] for r in reasonings])
+    columns = np.array([column_of[k] for k in prompt_keys])
     total = sums[np.ix_(rows, columns)]
     return total / np.maximum(counts[np.ix_(rows, columns)], 1), total
 
