@@ -128,7 +128,7 @@ def record_sizes(agent: str, env_id: str, episodes: int = 8) -> dict[str, float]
     old = [as_format_1(r) for r in new]
     out = {"turns": sum(len(r["turns"]) for r in new) / episodes}
     for name, records in (("new", new), ("old", old)):
-        out[f"{name}_bytes"] = sum(len(dumps_line(r).encode()) for r in records) / episodes
+        out[f"{name}_bytes"] = sum(len(dumps_line(r)) for r in records) / episodes
         runs = min(timeit.repeat(lambda: [dumps_line(r) for r in records], number=20, repeat=5)) / 20  # noqa: B023
         out[f"{name}_us"] = 1e6 * runs / episodes
     return out

@@ -36,7 +36,7 @@ def _single_thread_worker() -> None:
         os.environ.setdefault(var, "1")
 
 
-def run_chunk_lines(config_json: str, jobs: list[tuple[str, str, int, int]]) -> list[str]:
+def run_chunk_lines(config_json: str, jobs: list[tuple[str, str, int, int]]) -> list[bytes]:
     """Worker entry point: roll out a chunk and return its episodes.jsonl lines."""
     config, agents, pool = _worker_state(config_json)
     spec = jobs[0][0]

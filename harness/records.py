@@ -77,9 +77,12 @@ def _json_default(value: Any) -> Any:
     return repr(value)
 
 
-_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default)
-"""What ``json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default)``
-builds on every call (an encoder is stateless between calls), built once."""
+try:  # orjson encodes an episode line ~5x faster than the stdlib's C encoder (measured in bench_harness.py)
+    import orjson
+except ImportError:  # a platform without its wheel: the stdlib encoder, same JSON values
+    orjson = None
+
+_ORJSON_OPTIONS = 0 if orjson is None else orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
 
 _C_ENCODE = (
     None
@@ -88,17 +91,41 @@ _C_ENCODE = (
         None, _json_default, json.encoder.encode_basestring, None, ":", ",", False, False, False
     )
 )
-"""The C encoder ``_LINE_ENCODER.encode`` constructs on every call (markers=None: a record is a tree, so no
-circular-reference bookkeeping), built once; the same bytes, ~20% less time per Bandit line."""
+"""The stdlib's C encoder with the line's settings (compact, no ASCII escaping, NaN refused, no circular
+check: a record is a tree), built once instead of on every ``json.dumps``."""
 
 
-def dumps_line(record: dict[str, Any]) -> str:
-    """One episodes.jsonl line (with its newline); anything JSON cannot hold goes through :func:`jsonable`."""
-    try:  # fast path: plain data (the common case) is encoded as is
-        text = "".join(_C_ENCODE(record, 0)) if _C_ENCODE is not None else _LINE_ENCODER.encode(record)
-    except (ValueError, TypeError):  # NaN/inf somewhere, or non-string keys
-        text = json.dumps(jsonable(record), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return text + "\n"
+def dumps_line(record: dict[str, Any]) -> bytes:
+    """One episodes.jsonl line: UTF-8 JSON and its newline.
+
+    Plain data (the common case) is encoded as is; anything else (NaN/inf, non-string keys, huge ints, lone
+    surrogates from a hostile model's text) goes through :func:`jsonable` and ASCII escaping, so no record can
+    fail to be written. Bytes may differ between the orjson and stdlib paths (``1e-07`` vs ``1e-7``), values
+    never do.
+    """
+    if orjson is not None:
+        try:
+            return orjson.dumps(record, default=_json_default, option=_ORJSON_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+    elif _C_ENCODE is not None:
+        try:
+            return ("".join(_C_ENCODE(record, 0)) + "\n").encode("utf-8")
+        except (ValueError, TypeError, UnicodeEncodeError):
+            pass
+    text = json.dumps(jsonable(record), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    return (text + "\n").encode("ascii")
+
+
+def loads_line(line: bytes) -> Any:
+    """The JSON value of one line (orjson when it takes it; the stdlib for what only it reads, e.g. an
+    escaped lone surrogate)."""
+    if orjson is not None:
+        try:
+            return orjson.loads(line)
+        except ValueError:  # orjson.JSONDecodeError
+            pass
+    return json.loads(line)
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
@@ -124,7 +151,7 @@ def read_episodes(path: Path) -> tuple[list[dict[str, Any]], int]:
             break  # torn tail: no newline was ever written for it
         line = data[start:newline]
         try:
-            record = json.loads(line)
+            record = loads_line(line)
             key = episode_key(record)
         except (ValueError, KeyError, TypeError) as exc:
             if data[newline + 1 :].strip():
@@ -146,15 +173,20 @@ class EpisodeWriter:
         with open(path, "ab") as handle:  # create if missing
             if handle.tell() > valid_length:
                 handle.truncate(valid_length)
-        self._handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        # A raw append-only descriptor: one os.write per line is the flush (no text layer or buffer to drain).
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0))
 
-    def write_line(self, line: str) -> None:
-        self._handle.write(line)
-        self._handle.flush()
+    def write_line(self, line: bytes) -> None:
+        if self._fd is None:
+            raise ValueError(f"{self.path} is closed")
+        view = memoryview(line)
+        while view:  # a regular file takes the whole line at once; a short write is continued, never dropped
+            view = view[os.write(self._fd, view) :]
 
     def close(self) -> None:
-        if not self._handle.closed:
-            self._handle.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> EpisodeWriter:
         return self

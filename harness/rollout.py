@@ -156,7 +156,7 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
                     "reward": reward,
                     "terminated": bool(terminated),
                     "truncated": bool(truncated),
-                    "info": info,  # made JSON-safe when the line is written (records.dumps_line)
+                    "info": info,  # made JSON-safe if needed when the line is written (records.dumps_line)
                     "tokens": gen.num_tokens,
                     "entropy_sum": None if entropies is None else float(sum(entropies)),
                     "logprob_sum": None if logprobs is None else float(sum(logprobs)),

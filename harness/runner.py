@@ -196,7 +196,7 @@ def run(
     bar = Progress(config.total_episodes, initial=len(done), enabled=progress, stream=stream or sys.stderr)
     with EpisodeWriter(episodes_path, valid_length) as writer:
 
-        def emit(lines: list[str]) -> None:
+        def emit(lines: list[bytes]) -> None:
             for line in lines:
                 writer.write_line(line)
             bar.advance(len(lines))

@@ -1,0 +1,92 @@
+"""episodes.jsonl lines: any record an agent or env can produce is written, one line, and read back as its
+JSON-safe value, on the orjson path and on the stdlib fallback alike."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness import records
+from harness.records import EpisodeWriter, dumps_line, jsonable, loads_line, read_episodes
+
+
+def _record(**turn) -> dict:
+    base = {"turn": 1, "response": "<think>ok</think><answer>Up</answer>", "reward": 0.1, "info": {}}
+    return {"agent": "random", "env_id": "ragen/Bandit-v0", "seed": 3, "sample": 0, "turns": [{**base, **turn}]}
+
+
+class Opaque:
+    """An env's info value JSON cannot hold: written as its repr."""
+
+    def __repr__(self) -> str:
+        return "Opaque()"
+
+
+HOSTILE = {
+    "surrogate": _record(response="<think>\ud800 lone \udfff</think>"),
+    "nan_reward": _record(reward=math.nan),
+    "inf_info": _record(info={"score": -math.inf}),
+    "numpy": _record(info={"arr": np.arange(3, dtype=np.int64), "x": np.float32(0.5), "n": np.int64(7)}),
+    "set": _record(info={"moves": {"Up", "Down"}}),
+    "int_keys": _record(info={1: "a", 2: "b"}),
+    "huge_int": _record(info={"big": 1 << 70}),
+    "object": _record(info={"obj": Opaque()}),
+    "unicode": _record(response="<think>héllo ✓ 中文 \u2028 \x00</think>"),
+}
+
+
+@pytest.fixture(params=["orjson", "stdlib"])
+def encoder(request, monkeypatch):
+    if request.param == "orjson":
+        pytest.importorskip("orjson")
+    else:
+        monkeypatch.setattr(records, "orjson", None)
+    return request.param
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_every_record_is_one_line_that_reads_back_as_its_json_safe_value(name, encoder):
+    record = HOSTILE[name]
+    line = dumps_line(record)
+    assert isinstance(line, bytes) and line.endswith(b"\n") and line.count(b"\n") == 1
+    line.decode("utf-8")  # valid UTF-8 whatever the text held
+    assert loads_line(line) == jsonable(record)
+
+
+def test_orjson_and_stdlib_lines_hold_the_same_values(monkeypatch):
+    pytest.importorskip("orjson")
+    fast = {name: loads_line(dumps_line(r)) for name, r in HOSTILE.items()}
+    monkeypatch.setattr(records, "orjson", None)
+    slow = {name: loads_line(dumps_line(r)) for name, r in HOSTILE.items()}
+    assert fast == slow
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(st.characters(exclude_categories=())), reward=st.floats(allow_nan=True, allow_infinity=True))
+def test_model_text_never_breaks_a_line(text, reward):  # lone surrogates included
+    line = dumps_line(_record(response=text, reward=reward))
+    assert line.count(b"\n") == 1
+    back = loads_line(line)["turns"][0]
+    assert back["response"] == text
+    assert back["reward"] == (reward if math.isfinite(reward) else None)
+
+
+def test_writer_appends_whole_lines_and_a_resume_cuts_the_torn_tail(tmp_path):
+    path = tmp_path / "episodes.jsonl"
+    path.touch()
+    first, second = _record(), {**_record(), "seed": 4}
+    with EpisodeWriter(path, 0) as writer:
+        writer.write_line(dumps_line(first))
+        writer.write_line(dumps_line(second))
+    with open(path, "ab") as handle:
+        handle.write(dumps_line({**_record(), "seed": 5})[:-9])  # a kill mid-write: no newline
+    got, valid = read_episodes(path)
+    assert [r["seed"] for r in got] == [3, 4] and valid == len(dumps_line(first)) + len(dumps_line(second))
+    with EpisodeWriter(path, valid) as writer:
+        writer.write_line(dumps_line({**_record(), "seed": 5}))
+    assert [r["seed"] for r in read_episodes(path)[0]] == [3, 4, 5]
+    writer.close()  # closing twice is harmless
+    with pytest.raises(ValueError, match="closed"):
+        writer.write_line(b"{}\n")
