@@ -31,7 +31,7 @@ import abc
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -140,9 +140,12 @@ class Request:
         return (Request, (self.context, self.seed))
 
 
-@dataclass(frozen=True)
-class Generation:
-    """A generated continuation (after the prefill) and what the agent knows about its tokens."""
+class Generation(NamedTuple):
+    """A generated continuation (after the prefill) and what the agent knows about its tokens.
+
+    Immutable; a NamedTuple rather than a frozen dataclass because one is built per response on the rollout's
+    hot path, and a tuple builds in half the time (0.24 vs 0.55 µs).
+    """
 
     text: str
     num_tokens: int | None = None

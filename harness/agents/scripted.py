@@ -115,11 +115,12 @@ class OracleAgent(Agent):
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
         out = []
         for request in requests:
-            env = _handle(request.context, "oracle")
-            thinking, answer = env.oracle()
+            context = request.context
+            env = _handle(context, "oracle").env  # the unwrapped env: one attribute walk per request, not three
+            thinking, answer = env._oracle()
             response = write_response(thinking, answer, env.response_format)
             words = len(thinking.split()) + len(answer.split())
-            out.append(Generation(_continuation(request.context, response), words, None, (0.0,) * words))
+            out.append(Generation(_continuation(context, response), words, None, (0.0,) * words))
         return out
 
     def _reasoning(self, context: Context) -> str:
