@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dtype", default="auto")
     run.add_argument("--batch-size", type=int, default=16, help="episodes in lockstep per worker task")
     run.add_argument("--mi-samples", type=int, default=64, help="pairs per MI scheme; 0 disables MI")
+    run.add_argument(
+        "--mi-columns", type=int, default=None, help="score each reasoning under its own + C-1 random prompts (>= 2)"
+    )
     run.add_argument("--workers", type=int, default=1, help="local worker processes")
     run.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS", help="run on Ray")
     run.add_argument("--out", default="runs", help="parent folder of the run folder (default runs/)")
@@ -111,6 +114,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         agent_options=options,
         batch_size=args.batch_size,
         mi_samples=args.mi_samples,
+        mi_columns=args.mi_columns,
     )
     if args.suite:
         from leaderboard.cli import suite_config_from_args

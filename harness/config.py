@@ -56,6 +56,10 @@ class RunConfig:
     """Episodes rolled out in lockstep by one worker task (one batched generate call per turn)."""
     mi_samples: int = 64
     """Pairs per MI sampling scheme (first-turn and trajectory-uniform); 0 disables the MI family."""
+    mi_columns: int | None = None
+    """Column subsampling: score each pair's reasoning under its own prompt and ``mi_columns - 1`` other
+    uniformly drawn prompts of the batch instead of all of them (cost ~ mi_columns/N of the full matrix; see
+    ``harness.metrics.collapse_metrics(scored=...)``). None: every column, the exact estimator."""
     preset: str | None = None
 
     def __post_init__(self) -> None:
@@ -75,6 +79,8 @@ class RunConfig:
             check_range("context_turns", self.context_turns, 0, integer=True)
         check_range("batch_size", self.batch_size, 1, integer=True)
         check_range("mi_samples", self.mi_samples, 0, integer=True)
+        if self.mi_columns is not None:
+            check_range("mi_columns", self.mi_columns, 2, integer=True)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

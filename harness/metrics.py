@@ -175,10 +175,16 @@ def zero_variance_groups(episodes: Sequence[dict]) -> Estimate:
 
 
 # ---- the MI proxy family ------------------------------------------------------------------------------------
-def _check_matrix(name: str, matrix: Any, own: np.ndarray | None) -> np.ndarray:
+def _check_matrix(name: str, matrix: Any, own: np.ndarray | None, scored: np.ndarray | None = None) -> np.ndarray:
+    """The matrix as float64, validated where ``scored`` (all entries by default); unscored entries become -inf
+    (they then weigh nothing in a logsumexp and never outrank a scored column)."""
     array = np.asarray(matrix, dtype=np.float64)
     if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D matrix (reasonings x prompts), got shape {array.shape}")
+    if scored is not None:
+        if scored.shape != array.shape:
+            raise ValueError(f"scored must have the shape of {name} {array.shape}, got {scored.shape}")
+        array = np.where(scored, array, -np.inf)
     bad_rows = np.flatnonzero(np.isnan(array).any(axis=1) | np.isposinf(array).any(axis=1))
     if bad_rows.size:
         raise ValueError(
@@ -196,6 +202,27 @@ def _check_matrix(name: str, matrix: Any, own: np.ndarray | None) -> np.ndarray:
     return array
 
 
+def _check_scored(scored: Any, shape: tuple[int, int], own: np.ndarray) -> np.ndarray | None:
+    """``scored`` as a bool matrix that holds every row's own column and, when there are other columns, at
+    least one of them (the marginal needs a sample of the others); ``None`` means every entry."""
+    if scored is None:
+        return None
+    mask = np.asarray(scored)
+    if mask.shape != shape or mask.dtype != np.bool_:
+        raise ValueError(f"scored must be a {shape} boolean matrix, got {mask.dtype} {mask.shape}")
+    rows = np.arange(shape[0])
+    missing = np.flatnonzero(~mask[rows, own])
+    if missing.size:
+        raise ValueError(f"scored row(s) {missing[:8].tolist()} leave out their own column")
+    if shape[1] > 1:
+        alone = np.flatnonzero(mask.sum(axis=1) < 2)
+        if alone.size:
+            raise ValueError(
+                f"scored row(s) {alone[:8].tolist()} have their own column only: the marginal needs >= 1 other"
+            )
+    return mask
+
+
 def _check_own(own_column: Any, rows: int, cols: int) -> np.ndarray:
     own = np.asarray(own_column)
     if own.shape != (rows,) or (own.size and not np.issubdtype(own.dtype, np.integer)):
@@ -210,10 +237,26 @@ def _logsumexp_rows(matrix: np.ndarray) -> np.ndarray:
     return (top + np.log(np.exp(matrix - top).sum(axis=1, keepdims=True)))[:, 0]
 
 
-def _mi_family(matrix: np.ndarray, own: np.ndarray, suffix: str) -> dict[str, Estimate]:
+def _column_weights(scored: np.ndarray | None, own: np.ndarray, shape: tuple[int, int]) -> np.ndarray | None:
+    """Log-weights that make a row's scored columns an unbiased estimate of its sum over all ``N`` columns:
+    the own column counts once, each of the ``n - 1`` other scored columns for ``(N - 1) / (n - 1)`` of them
+    (uniformly drawn columns; all 0 when every column is scored, i.e. the dense sum)."""
+    if scored is None:
+        return None
+    rows, cols = shape
+    others = scored.sum(axis=1) - 1
+    log_w = np.where(scored, np.log(max(cols - 1, 1) / np.maximum(others, 1))[:, None], -np.inf)
+    log_w[np.arange(rows), own] = 0.0
+    return log_w
+
+
+def _mi_family(
+    matrix: np.ndarray, own: np.ndarray, suffix: str, log_weights: np.ndarray | None = None
+) -> dict[str, Estimate]:
     rows, cols = matrix.shape
     matched = matrix[np.arange(rows), own]
-    marginal = _logsumexp_rows(matrix) - math.log(cols)
+    weighted = matrix if log_weights is None else matrix + log_weights
+    marginal = _logsumexp_rows(weighted) - math.log(cols)
     gap = matched - marginal
     sigma = float(marginal.std())
     return {
@@ -238,18 +281,28 @@ def topk_hit_probability(row: np.ndarray, correct: np.ndarray, k: int) -> float:
     return 1.0 - math.comb(tied - tied_correct, slots) / math.comb(tied, slots)
 
 
-def _retrieval(matrix: np.ndarray, own: np.ndarray, equivalent: np.ndarray) -> dict[str, Estimate]:
+def _retrieval(
+    matrix: np.ndarray, own: np.ndarray, equivalent: np.ndarray, scored: np.ndarray | None = None
+) -> dict[str, Estimate]:
+    """Top-k retrieval of each row's own prompt among its scored columns (all by default), and its chance."""
     rows, cols = matrix.shape
+    correct = equivalent[own]  # (rows, cols)
+    if scored is None:
+        candidates = [matrix[i] for i in range(rows)]
+        right = [correct[i] for i in range(rows)]
+    else:
+        candidates = [matrix[i, scored[i]] for i in range(rows)]
+        right = [correct[i, scored[i]] for i in range(rows)]
     out = {}
     for k in (1, *RETRIEVAL_TOP_K):
-        hits = [topk_hit_probability(matrix[i], equivalent[own[i]], k) for i in range(rows)]
+        hits = [topk_hit_probability(candidates[i], right[i], k) for i in range(rows)]
         out["retrieval_accuracy" if k == 1 else f"retrieval_accuracy@{k}"] = Estimate.of(hits)
-    out["retrieval_chance"] = Estimate.of(equivalent[own].sum(axis=1) / cols)
+    out["retrieval_chance"] = Estimate.of([r.sum() / r.size for r in right])
     return out
 
 
 def collapse_metrics(
-    logp_mean: Any, own_column: Any, logp_sum: Any = None, equivalent: Any = None
+    logp_mean: Any, own_column: Any, logp_sum: Any = None, equivalent: Any = None, scored: Any = None
 ) -> dict[str, Estimate]:
     """The MI proxy family of DESIGN.md from a cross-scoring matrix (see the module docstring).
 
@@ -259,15 +312,22 @@ def collapse_metrics(
         logp_sum: optional ``(M, N)`` summed log-probs; adds the ``*_seq`` keys.
         equivalent: optional ``(N, N)`` bool; ``[a, b]`` True when prompts a and b are token-identical
             (retrieving an equivalent column counts as correct). The diagonal is always True.
+        scored: optional ``(M, N)`` bool for column subsampling: only these entries were scored (the others
+            are ignored, NaN allowed). Each row needs its own column and at least one other, drawn uniformly
+            from its other columns. The marginal then weighs each other scored column for ``(N - 1) / (n - 1)``
+            columns (an unbiased estimate of the mixture's sum inside the log; exact when rows are
+            input-agnostic), and retrieval ranks the own prompt among the row's ``n`` scored columns, with
+            chance ``|equivalent ∩ scored| / n``. Omitted: every entry, the dense estimator of DESIGN.md.
 
-    Raises ``ValueError`` for empty or mis-shaped input, NaN or +inf anywhere, and -inf in a row's own column
-    (-inf elsewhere is a legitimate log 0, e.g. a deterministic agent under another prompt).
+    Raises ``ValueError`` for empty or mis-shaped input, NaN or +inf anywhere scored, and -inf in a row's own
+    column (-inf elsewhere is a legitimate log 0, e.g. a deterministic agent under another prompt).
     """
     shape = np.shape(logp_mean)
     if len(shape) != 2:
         raise ValueError(f"logp_mean must be a 2-D matrix (reasonings x prompts), got shape {shape}")
     own = _check_own(own_column, shape[0], shape[1])
-    matrix = _check_matrix("logp_mean", logp_mean, own)
+    mask = _check_scored(scored, shape, own)
+    matrix = _check_matrix("logp_mean", logp_mean, own, mask)
     rows, cols = matrix.shape
     if equivalent is None:
         eq = np.eye(cols, dtype=bool)
@@ -276,13 +336,14 @@ def collapse_metrics(
         if eq.shape != (cols, cols) or eq.dtype != np.bool_:
             raise ValueError(f"equivalent must be a ({cols}, {cols}) boolean matrix, got {eq.dtype} {eq.shape}")
         eq = eq | eq.T | np.eye(cols, dtype=bool)
-    out = _mi_family(matrix, own, "")
-    out.update(_retrieval(matrix, own, eq))
+    log_weights = _column_weights(mask, own, matrix.shape)
+    out = _mi_family(matrix, own, "", log_weights)
+    out.update(_retrieval(matrix, own, eq, mask))
     if logp_sum is not None:
-        sums = _check_matrix("logp_sum", logp_sum, own)
-        if sums.shape != matrix.shape:
-            raise ValueError(f"logp_sum must have the shape of logp_mean {matrix.shape}, got {sums.shape}")
-        out.update(_mi_family(sums, own, "_seq"))
+        if np.shape(logp_sum) != matrix.shape:
+            raise ValueError(f"logp_sum must have the shape of logp_mean {matrix.shape}, got {np.shape(logp_sum)}")
+        sums = _check_matrix("logp_sum", logp_sum, own, mask)
+        out.update(_mi_family(sums, own, "_seq", log_weights))
     return out
 
 

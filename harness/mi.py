@@ -5,7 +5,11 @@
 - **trajectory-uniform**: ``mi_samples`` draws of an episode uniformly, then one of its turns uniformly
   (turns with reasoning only); every draw is its own column.
 
-In both, columns whose prompts are text-identical are marked equivalent for retrieval. Turns without
+In both, columns whose prompts are text-identical are marked equivalent for retrieval. With ``mi_columns``
+(column subsampling, for when scoring all ``N`` columns costs too much) each row is scored under its own column
+and ``mi_columns - 1`` of its other columns drawn uniformly without replacement, and the family is the
+subsampled estimator of :func:`harness.metrics.collapse_metrics` (``scored``); the draws come after the pairs',
+so a run's pairs are the same with and without it. Turns without
 reasoning text (unparseable or empty ``<think>``) are left out, as in RAGEN. Contexts are rebuilt from the
 records; their :class:`EnvHandle` replays the recorded responses so scripted agents can score exactly.
 All draws come from a generator seeded by the run seed, agent and env: the same records give the same
@@ -14,6 +18,8 @@ numbers in any process.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -38,6 +44,8 @@ class Pairs:
     texts: list[str]
     own: np.ndarray
     equivalent: np.ndarray
+    scored: np.ndarray | None = None
+    """``(rows, columns)`` bool: the entries to score (column subsampling); None scores every entry."""
 
 
 def replay_env(env_id: str, kwargs: dict[str, Any], seed: int, responses: tuple[str, ...]) -> Any:
@@ -98,12 +106,29 @@ def trajectory_pairs(episodes: Sequence[dict], rng: np.random.Generator, num_dra
     return Pairs(contexts, texts, np.arange(num_draws, dtype=np.int64), _equivalence(contexts))
 
 
+def subsample_columns(pairs: Pairs, rng: np.random.Generator, columns: int) -> Pairs:
+    """``pairs`` with each row to be scored under its own column and ``columns - 1`` of its other columns,
+    drawn uniformly without replacement (every column when there are no more than ``columns``)."""
+    if columns < 2:
+        raise ValueError(f"mi_columns must be >= 2 (the own column and at least one other), got {columns}")
+    total = len(pairs.contexts)
+    if columns >= total:
+        return pairs
+    scored = np.zeros((len(pairs.texts), total), dtype=bool)
+    for i, own in enumerate(pairs.own.tolist()):
+        others = rng.choice(total - 1, size=columns - 1, replace=False)
+        scored[i, others + (others >= own)] = True  # indices of the other columns, skipping ``own``
+        scored[i, own] = True
+    return dataclasses.replace(pairs, scored=scored)
+
+
 Memo = dict[tuple[str, str], tuple[float, int]]
 """(context key, text) -> (summed log-prob, token count), shared by the two schemes of one batch."""
 
 
 def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[str, Estimate]:
-    """Cross-score every text under every context with ``agent`` and compute the family.
+    """Cross-score the texts under the contexts with ``agent`` (every entry, or ``pairs.scored``) and compute
+    the family.
 
     Each distinct (context, text) pair is scored once: text-identical contexts (trajectory draws of one turn,
     first turns of the samples of one seed), repeated texts, and pairs already in ``memo`` (the other scheme
@@ -112,26 +137,54 @@ def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[st
     memo = {} if memo is None else memo
     keys = [c.key() for c in pairs.contexts]
     context_of = dict(zip(reversed(keys), reversed(pairs.contexts)))  # first context of each key
-    texts = list(dict.fromkeys(pairs.texts))
-    todo: dict[tuple[str, ...], list[str]] = {}  # missing texts -> the context keys that miss exactly those
-    for key in dict.fromkeys(keys):
-        missing = tuple(t for t in texts if (key, t) not in memo)
-        if missing:
-            todo.setdefault(missing, []).append(key)
-    for missing, group in todo.items():
-        sums, counts = agent.score_matrix([context_of[k] for k in group], list(missing))
-        for j, key in enumerate(group):
-            for i, text in enumerate(missing):
+    if pairs.scored is None:
+        texts = list(dict.fromkeys(pairs.texts))
+        todo: dict[tuple[str, ...], list[str]] = {}  # missing texts -> the context keys that miss exactly those
+        for key in dict.fromkeys(keys):
+            missing = tuple(t for t in texts if (key, t) not in memo)
+            if missing:
+                todo.setdefault(missing, []).append(key)
+        for missing, group in todo.items():
+            sums, counts = agent.score_matrix([context_of[k] for k in group], list(missing))
+            _remember(memo, group, missing, sums, counts)
+        entries = [[(k, t) for k in keys] for t in pairs.texts]
+    else:
+        needed: dict[str, dict[str, None]] = {}  # context key -> its texts still to score, in first-seen order
+        for text, row in zip(pairs.texts, pairs.scored):
+            for j in np.flatnonzero(row):
+                if (keys[j], text) not in memo:
+                    needed.setdefault(keys[j], {})[text] = None
+        if needed:
+            group = list(needed)
+            missing = list(dict.fromkeys(t for k in group for t in needed[k]))
+            at = {t: i for i, t in enumerate(missing)}
+            wanted = np.zeros((len(missing), len(group)), dtype=bool)
+            for j, key in enumerate(group):
+                wanted[[at[t] for t in needed[key]], j] = True
+            sums, counts = agent.score_matrix([context_of[k] for k in group], missing, wanted=wanted)
+            _remember(memo, group, missing, sums, counts, wanted)
+        entries = [[(k, t) if s else None for k, s in zip(keys, row)] for t, row in zip(pairs.texts, pairs.scored)]
+    # unscored entries: NaN sums (never read by collapse_metrics) over a count of 1
+    sums = np.array([[memo[e][0] if e else math.nan for e in row] for row in entries], dtype=np.float64)
+    counts = np.array([[memo[e][1] if e else 1 for e in row] for row in entries], dtype=np.float64)
+    counts = np.maximum(counts, 1.0)
+    return collapse_metrics(sums / counts, pairs.own, logp_sum=sums, equivalent=pairs.equivalent, scored=pairs.scored)
+
+
+def _remember(memo: Memo, keys: list[str], texts: Sequence[str], sums, counts, wanted=None) -> None:
+    for j, key in enumerate(keys):
+        for i, text in enumerate(texts):
+            if wanted is None or wanted[i, j]:
                 memo[(key, text)] = (float(sums[i][j]), int(counts[i][j]))
-    sums = np.array([[memo[(k, t)][0] for k in keys] for t in pairs.texts], dtype=np.float64)
-    counts = np.maximum(np.array([[memo[(k, t)][1] for k in keys] for t in pairs.texts], dtype=np.float64), 1.0)
-    return collapse_metrics(sums / counts, pairs.own, logp_sum=sums, equivalent=pairs.equivalent)
 
 
 def collapse_for(
-    agent: Agent, episodes: Sequence[dict], run_seed: int, mi_samples: int
+    agent: Agent, episodes: Sequence[dict], run_seed: int, mi_samples: int, mi_columns: int | None = None
 ) -> dict[str, dict[str, Estimate] | str]:
-    """Both schemes for one (agent, env) batch: a metrics dict, or the reason it is unavailable."""
+    """Both schemes for one (agent, env) batch: a metrics dict, or the reason it is unavailable.
+
+    ``mi_columns``: score each row under that many columns (its own and uniformly drawn others) instead of all.
+    """
     out: dict[str, dict[str, Estimate] | str] = {}
     memo: Memo = {}
     for scheme in SCHEMES:
@@ -147,6 +200,8 @@ def collapse_for(
         rng = np.random.default_rng(derive_seed("mi", scheme, run_seed, agent.spec, episodes[0]["env_id"]))
         try:
             pairs = (first_turn_pairs if scheme == "first_turn" else trajectory_pairs)(episodes, rng, mi_samples)
+            if mi_columns is not None:
+                pairs = subsample_columns(pairs, rng, mi_columns)
             out[scheme] = score_pairs(agent, pairs, memo)
         except (MetricUnavailable, ScoringUnavailable) as exc:
             out[scheme] = str(exc)

@@ -65,7 +65,7 @@ def summarize(
             if config.mi_samples and spec not in agents:
                 agents[spec] = make_agent(spec, config.agent_options)
             collapse = (
-                collapse_for(agents[spec], episodes, config.seed, config.mi_samples)
+                collapse_for(agents[spec], episodes, config.seed, config.mi_samples, config.mi_columns)
                 if config.mi_samples
                 else dict.fromkeys(SCHEMES, "disabled (mi_samples = 0)")
             )

@@ -78,7 +78,8 @@ def rerun(
 
     members = read_archive(folder / ARCHIVE)
     submitted = RunConfig.from_json(json.loads(members["config.json"])["run"])
-    options = {f: getattr(submitted, f) for f in ("seed", "context_turns", "agent_options", "batch_size", "mi_samples")}
+    fields = ("seed", "context_turns", "agent_options", "batch_size", "mi_samples", "mi_columns")
+    options = {f: getattr(submitted, f) for f in fields}
     if isinstance(run_options.get("agent_options"), dict):  # partial: change only these agent options
         run_options["agent_options"] = dataclasses.replace(submitted.agent_options, **run_options["agent_options"])
     options.update(run_options)

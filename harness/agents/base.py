@@ -178,14 +178,23 @@ class Agent(abc.ABC):
         """Teacher-forced log-prob of ``texts[i]`` after ``contexts[i]``; see the module docstring."""
         raise ScoringUnavailable(f"agent {self.spec!r} cannot score text")
 
-    def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """``(logprob_sum, num_tokens)``, both ``(len(texts), len(contexts))``: every text under every context."""
-        pairs_c = [c for _ in texts for c in contexts]
-        pairs_t = [t for t in texts for _ in contexts]
-        scores = self.score(pairs_c, pairs_t)
+    def score_matrix(
+        self, contexts: Sequence[Context], texts: Sequence[str], wanted: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(logprob_sum, num_tokens)``, both ``(len(texts), len(contexts))``: every text under every context.
+
+        ``wanted`` (optional ``(len(texts), len(contexts))`` bool, the harness's column subsampling): only those
+        entries are needed; an agent may score more, and what it leaves out is read as nothing (NaN sum here).
+        """
         shape = (len(texts), len(contexts))
-        sums = np.array([s.logprob_sum for s in scores], dtype=np.float64).reshape(shape)
-        counts = np.array([s.num_tokens for s in scores], dtype=np.int64).reshape(shape)
+        if wanted is None:
+            wanted = np.ones(shape, dtype=bool)
+        rows, cols = np.nonzero(wanted)
+        scores = self.score([contexts[j] for j in cols], [texts[i] for i in rows])
+        sums = np.full(shape, np.nan)
+        counts = np.zeros(shape, dtype=np.int64)
+        sums[rows, cols] = [s.logprob_sum for s in scores]
+        counts[rows, cols] = [s.num_tokens for s in scores]
         return sums, counts
 
     def describe(self) -> dict[str, Any]:

@@ -161,7 +161,7 @@ class HFAgent(Agent):
         )
         return [Score(logprob_sum=s, num_tokens=n) for s, n in raw]
 
-    def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str]):
+    def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str], wanted=None):
         from harness.agents.decoding import score_matrix_ids
 
         rendered = [self.render(c) for c in contexts]

@@ -97,8 +97,10 @@ class RandomAgent(Agent):
             raise ValueError(f"score needs as many contexts as texts, got {len(contexts)} and {len(texts)}")
         return [random_reasoning_logprob(text) for text in texts]
 
-    def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        scores = [random_reasoning_logprob(text) for text in texts]  # the same under every context
+    def score_matrix(
+        self, contexts: Sequence[Context], texts: Sequence[str], wanted: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        scores = [random_reasoning_logprob(text) for text in texts]  # the same under every context: all entries
         sums = np.repeat(np.array([[s.logprob_sum] for s in scores], dtype=np.float64), len(contexts), axis=1)
         counts = np.repeat(np.array([[s.num_tokens] for s in scores], dtype=np.int64), len(contexts), axis=1)
         return sums, counts
@@ -134,8 +136,10 @@ class OracleAgent(Agent):
             for ctx, text in zip(contexts, texts)
         ]
 
-    def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        reasonings = [self._reasoning(ctx) for ctx in contexts]  # one oracle call per column
+    def score_matrix(
+        self, contexts: Sequence[Context], texts: Sequence[str], wanted: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        reasonings = [self._reasoning(ctx) for ctx in contexts]  # one oracle call per column; every entry is free
         sums = np.array([[0.0 if t == r else -math.inf for r in reasonings] for t in texts], dtype=np.float64)
         counts = np.array([[len(t.split())] * len(contexts) for t in texts], dtype=np.int64).reshape(sums.shape)
         return sums, counts

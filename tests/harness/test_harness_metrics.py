@@ -191,3 +191,77 @@ def test_episode_metrics_and_empty_input():
         with pytest.raises(ValueError, match="no episodes"):
             metric([])
     assert token_entropy([episode(0, 0, True, 1.0, entropy=0.5)]).value == pytest.approx(0.5)
+
+
+# ---- column subsampling (``scored``) ----------------------------------------------------------------------
+def _subsample(own, cols, per_row, rng):
+    """Each row's own column plus ``per_row - 1`` of its other columns, uniformly without replacement."""
+    mask = np.zeros((len(own), cols), dtype=bool)
+    for i, j in enumerate(own):
+        others = [c for c in range(cols) if c != j]
+        mask[i, rng.choice(others, size=per_row - 1, replace=False)] = True
+        mask[i, j] = True
+    return mask
+
+
+def test_scoring_every_entry_is_the_dense_estimator():
+    rng = np.random.default_rng(3)
+    matrix, total = rng.normal(-2, 1, (12, 5)), rng.normal(-20, 5, (12, 5))
+    own = rng.integers(0, 5, 12)
+    equivalent = np.eye(5, dtype=bool)
+    equivalent[1, 3] = True
+    dense = values(collapse_metrics(matrix, own, total, equivalent))
+    full = values(collapse_metrics(matrix, own, total, equivalent, scored=np.ones((12, 5), dtype=bool)))
+    assert full == pytest.approx(dense)
+
+
+def test_subsampled_mixture_is_unbiased_over_the_column_draws():
+    # every 2-of-4 draw of the other columns, averaged: exactly the dense mixture (inside the log)
+    from itertools import combinations
+
+    row = np.array([[-0.5, -1.0, -3.0, -2.0, -7.0]])
+    dense = math.exp(-values(collapse_metrics(row, [0]))["reasoning_entropy_estimate"])
+    draws = []
+    for pair in combinations(range(1, 5), 2):
+        mask = np.zeros((1, 5), dtype=bool)
+        mask[0, [0, *pair]] = True
+        draws.append(math.exp(-values(collapse_metrics(row, [0], scored=mask))["reasoning_entropy_estimate"]))
+    assert np.mean(draws) == pytest.approx(dense, rel=1e-12)
+
+
+def test_subsampled_collapsed_policy_is_exactly_zero_mi_at_the_subsample_chance():
+    prompts, vocab = 16, 4096
+    log_p = np.full((prompts, vocab), -math.log(vocab))
+    matrix, own = _cross_scores(log_p, prompts, 4, np.random.default_rng(0))
+    mask = _subsample(own, prompts, 4, np.random.default_rng(1))
+    matrix[~mask] = np.nan  # unscored entries are never read
+    m = values(collapse_metrics(matrix, own, scored=mask))
+    assert m["mi_estimate"] == pytest.approx(0.0, abs=1e-12)
+    assert m["reasoning_entropy_estimate"] == pytest.approx(math.log(vocab))
+    assert m["retrieval_chance"] == pytest.approx(1 / 4) and m["retrieval_accuracy"] == pytest.approx(1 / 4)
+    assert m["retrieval_accuracy@4"] == 1.0
+
+
+def test_subsampled_input_dependent_policy_keeps_mi_near_log_n():
+    prompts, vocab = 16, 4096
+    p = np.full((prompts, vocab), 0.01 / vocab)
+    for j in range(prompts):
+        p[j, j * 64 : (j + 1) * 64] += 0.99 / 64
+    matrix, own = _cross_scores(np.log(p), prompts, 4, np.random.default_rng(2))
+    dense = values(collapse_metrics(matrix, own))
+    sub = values(collapse_metrics(matrix, own, scored=_subsample(own, prompts, 4, np.random.default_rng(3))))
+    assert sub["mi_estimate"] == pytest.approx(dense["mi_estimate"], abs=0.02)
+    assert sub["mi_estimate"] > 0.95 * math.log(prompts)
+    assert sub["retrieval_accuracy"] > 0.95
+
+
+def test_scored_mask_errors_name_the_problem():
+    matrix = np.zeros((2, 3))
+    with pytest.raises(ValueError, match="boolean matrix"):
+        collapse_metrics(matrix, [0, 1], scored=np.ones((2, 2), dtype=bool))
+    with pytest.raises(ValueError, match=r"row\(s\) \[1\] leave out their own column"):
+        collapse_metrics(matrix, [0, 1], scored=np.array([[1, 1, 0], [1, 0, 1]], dtype=bool))
+    with pytest.raises(ValueError, match=r"row\(s\) \[0\] have their own column only"):
+        collapse_metrics(matrix, [0, 1], scored=np.array([[1, 0, 0], [1, 1, 0]], dtype=bool))
+    with pytest.raises(ValueError, match="NaN"):  # NaN where it was scored is still refused
+        collapse_metrics([[0.0, np.nan, 0.0], [0.0, 0.0, 0.0]], [0, 1], scored=np.ones((2, 3), dtype=bool))

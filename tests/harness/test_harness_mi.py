@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from harness.agents import Agent, Context
+from harness.agents.scripted import RandomAgent
 from harness.metrics import collapse_metrics
-from harness.mi import Pairs, first_turn_pairs, score_pairs, trajectory_pairs
+from harness.mi import Pairs, collapse_for, first_turn_pairs, score_pairs, subsample_columns, trajectory_pairs
 from harness.seeding import derive_seed
 
 
@@ -25,9 +26,12 @@ class Recording(Agent):
     def generate(self, requests):
         raise NotImplementedError
 
-    def score_matrix(self, contexts, texts):
+    def score_matrix(self, contexts, texts, wanted=None):
         self.calls.append((len(contexts), len(texts)))
+        self.entries = getattr(self, "entries", 0) + (len(contexts) * len(texts) if wanted is None else wanted.sum())
         sums = np.array([[fake_logprob(c, t) for c in contexts] for t in texts])
+        if wanted is not None:  # what was not wanted must not be read: make it poison
+            sums = np.where(wanted, sums, np.nan)
         counts = np.array([[len(t.split())] * len(contexts) for t in texts])
         return sums, counts
 
@@ -75,3 +79,43 @@ def test_sampling_schemes_columns_and_skipped_turns():
     assert all(t is not None and not t.startswith("r9") for t in traj.texts)
     assert {c.messages[0]["content"].split()[1] for c in traj.contexts} == {"t0", "t2"}  # turn 1 (None) skipped
     assert traj.equivalent.sum() > 64  # repeated draws of one turn are equivalent columns
+
+
+def test_column_subsampling_scores_only_the_drawn_entries_of_unchanged_pairs():
+    episodes = [record(s, k, [f"r{s}{k} x", f"q{s}{k} y"]) for s in range(12) for k in range(4)]
+    dense = trajectory_pairs(episodes, np.random.default_rng(5), 32)
+    rng = np.random.default_rng(5)
+    sub = subsample_columns(trajectory_pairs(episodes, rng, 32), rng, 4)
+    assert sub.texts == dense.texts and list(sub.own) == list(dense.own)  # the draws come after the pairs
+    assert (sub.scored.sum(axis=1) == 4).all() and sub.scored[np.arange(32), sub.own].all()
+    agent = Recording()
+    got = score_pairs(agent, sub)
+    assert agent.calls == [(len({c.key() for c in sub.contexts}), len(set(sub.texts)))]  # one sparse call
+    assert agent.entries <= 32 * 4  # only drawn (context, text) entries, each distinct one once
+    keys = [c.key() for c in sub.contexts]
+    sums = np.array([[fake_logprob(c, t) for c in sub.contexts] for t in sub.texts])
+    counts = np.array([[len(t.split())] * len(keys) for t in sub.texts], dtype=float)
+    want = collapse_metrics(sums / counts, sub.own, logp_sum=sums, equivalent=sub.equivalent, scored=sub.scored)
+    for key in want:
+        assert got[key].value == pytest.approx(want[key].value, nan_ok=True), key
+    assert got["retrieval_chance"].value >= 1 / 4  # ranked among 4 scored columns (more if equivalents drawn)
+
+
+def test_subsampling_with_as_many_columns_as_the_batch_is_the_dense_family():
+    episodes = [record(s, k, [f"r{s}{k}"]) for s in range(3) for k in range(2)]
+    rng = np.random.default_rng(0)
+    pairs = first_turn_pairs(episodes, rng, 6)
+    assert subsample_columns(pairs, rng, 3) is pairs and subsample_columns(pairs, rng, 9) is pairs
+    with pytest.raises(ValueError, match="mi_columns must be >= 2"):
+        subsample_columns(pairs, rng, 1)
+
+
+def test_collapse_for_with_mi_columns_keeps_a_collapsed_agent_at_zero_mi_and_chance():
+    words = ["maybe this looks right", "I think the next step", "try move check again"]
+    episodes = [record(s, k, [words[(s + k) % 3], words[k % 3]]) for s in range(16) for k in range(4)]
+    out = collapse_for(RandomAgent(), episodes, 0, 64, mi_columns=8)
+    for scheme in ("first_turn", "trajectory"):
+        m = out[scheme]
+        assert m["mi_estimate"].value == pytest.approx(0.0, abs=1e-12)
+        assert m["retrieval_accuracy"].value == pytest.approx(m["retrieval_chance"].value)
+    assert out["first_turn"]["retrieval_chance"].value == pytest.approx(1 / 8)

@@ -159,6 +159,17 @@ def test_agent_that_cannot_score_reports_mi_as_unavailable(tmp_path):
     assert "n/a" in (run_dir / "report.md").read_text()
 
 
+def test_mi_columns_subsamples_the_columns_and_is_recorded(tmp_path, capsys):
+    args = ("oracle", "--env", "ragen/FrozenLake-v0", "--episodes", "16", "--samples", "2", "--mi-columns", "4")
+    run_dir = run_cli(tmp_path, *args)
+    assert json.loads((run_dir / "config.json").read_text())["run"]["mi_columns"] == 4
+    metrics = row(summary(run_dir), "oracle", "ragen/FrozenLake-v0")
+    assert metrics["first_turn/retrieval_chance"]["value"] == pytest.approx(1 / 4)  # 16 seeds, 4 scored each
+    assert metrics["first_turn/retrieval_accuracy"]["value"] == 1.0  # the oracle's reasoning names its state
+    assert main(["run", "oracle", "--env", "ragen/Bandit-v0", "--mi-columns", "1", "--out", str(tmp_path)]) == 2
+    assert "mi_columns must be in [2, inf]" in capsys.readouterr().err
+
+
 def test_user_mistakes_answer_did_you_mean(tmp_path, capsys):
     assert main(["run", "radnom", "--env", "ragen/Bandit-v0", "--out", str(tmp_path)]) == 2
     assert "Did you mean 'random'?" in capsys.readouterr().err
