@@ -18,8 +18,9 @@ ratios. Workloads:
   (it runs in the parent after the rollouts), no plots; spawn start-up included.
 - **mi**: a causal LM (the shipped tiny model when ``baselines/tiny/model`` loads, otherwise a randomly
   initialised Llama of the same shape with a byte-level BPE tokenizer built here) rolls out 64 Bandit
-  episodes; the MI family (both schemes, 64 pairs each) is timed against that rollout, and the KV-cache
-  ``score_matrix`` against one full forward per (prompt, reasoning) pair on an 8 × 8 block.
+  episodes; the MI family (both schemes, 64 pairs each; exact, and with ``--mi-columns`` 8 and 4) is timed
+  against that rollout, and the KV-cache ``score_matrix`` against one full forward per (prompt, reasoning) pair
+  on an 8 × 8 block.
 """
 
 from __future__ import annotations
@@ -208,6 +209,10 @@ def lm_agent():
     return make_agent(f"hf:{model_dir}", options), "random-init Llama (tiny shape)"
 
 
+MI_COLUMNS = (8, 4)
+"""``--mi-columns`` values timed beside the exact family."""
+
+
 def mi_costs(agent, episodes: int = 16, samples: int = 4, env_id: str = "ragen/Bandit-v0") -> dict[str, float]:
     """Seconds for the rollout, the MI family (both schemes), and per-pair cost of cached vs naive scoring."""
     import numpy as np
@@ -228,6 +233,11 @@ def mi_costs(agent, episodes: int = 16, samples: int = 4, env_id: str = "ragen/B
     start = time.perf_counter()
     collapse_for(agent, records, 0, 64)
     mi = time.perf_counter() - start
+    subsampled = {}
+    for columns in MI_COLUMNS:
+        start = time.perf_counter()
+        collapse_for(agent, records, 0, 64, mi_columns=columns)
+        subsampled[f"mi_s@{columns}"] = time.perf_counter() - start
     pairs = first_turn_pairs(records, np.random.default_rng(0), 8)
     contexts, texts = pairs.contexts[:8], pairs.texts[:8]
     start = time.perf_counter()
@@ -242,7 +252,13 @@ def mi_costs(agent, episodes: int = 16, samples: int = 4, env_id: str = "ragen/B
                 ids = tokenizer(prompt + ctx.prefill + text, add_special_tokens=False)["input_ids"]
                 agent.model(input_ids=torch.tensor([ids]))
     naive = (time.perf_counter() - start) / (len(contexts) * len(texts))
-    return {"rollout_s": rollout, "mi_s": mi, "cached_pair_ms": 1e3 * cached, "naive_pair_ms": 1e3 * naive}
+    return {
+        "rollout_s": rollout,
+        "mi_s": mi,
+        **subsampled,
+        "cached_pair_ms": 1e3 * cached,
+        "naive_pair_ms": 1e3 * naive,
+    }
 
 
 def test_mi_cost(benchmark):
@@ -318,6 +334,13 @@ def main() -> None:
                 f"(2 schemes x 64 pairs) {costs['mi_s']:.2f} s = {100 * costs['mi_s'] / costs['rollout_s']:.1f}% of "
                 f"the rollout; per scored pair {costs['cached_pair_ms']:.2f} ms with the prompt's KV cache vs "
                 f"{costs['naive_pair_ms']:.2f} ms with a full forward ({costs['naive_pair_ms'] / costs['cached_pair_ms']:.1f}x)"
+            )
+            print(
+                "  with --mi-columns: "
+                + ", ".join(
+                    f"{c} columns {costs[f'mi_s@{c}']:.2f} s = {100 * costs[f'mi_s@{c}'] / costs['rollout_s']:.1f}%"
+                    for c in MI_COLUMNS
+                )
             )
 
 
