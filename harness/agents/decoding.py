@@ -262,9 +262,14 @@ def score_matrix_ids(
     cache_budget: int = 1 << 16,
     tree_budget: int = 256,
     tree_masks: bool | None = None,
+    wanted=None,
 ):
     """``(sums, counts)`` of shape ``(len(continuations), len(prompts))``; each prompt runs once, its KV cache
     serves every continuation, and a prefix that several continuations share runs once per prompt.
+
+    ``wanted`` (optional ``(len(continuations), len(prompts))`` bool, column subsampling): only those pairs are
+    scored; each prompt gets prefix trees of its own wanted texts (prompts wanting the same texts share them), a
+    prompt that wants none does not run, and the other sums are NaN.
 
     The prompts run left-padded in batches of similar length (up to ``batch_size`` rows; ``logits_to_keep=1``:
     only the last position's distribution is needed, for each text's first token). The continuations, in
@@ -305,10 +310,31 @@ def score_matrix_ids(
         tree_masks = getattr(getattr(model, "config", None), "_attn_implementation", None) in (None, "eager", "sdpa")
     if not tree_masks:
         tree_budget = 0  # one chain per text
-    trees = _prefix_trees(continuations, texts, tree_budget)
-    plans = sorted((_plan(tree) for tree in trees), key=lambda p: len(p.tokens))  # similar widths batch together
-    widest = len(plans[-1].tokens)
-    columns = sorted(range(len(prompts)), key=lambda j: (len(prompts[j]), j))
+
+    def plans_of_texts(members: Sequence[int]) -> list[_TreePlan]:  # similar widths batch together
+        return sorted((_plan(tree) for tree in _prefix_trees(continuations, members, tree_budget)),
+                      key=lambda p: len(p.tokens))  # fmt: skip
+
+    if wanted is None:
+        shared = plans_of_texts(texts)
+        plans_of = dict.fromkeys(range(len(prompts)), shared)
+    else:
+        wanted = np.asarray(wanted, dtype=bool)
+        if wanted.shape != sums.shape:
+            raise ValueError(f"wanted must have shape {sums.shape} (continuations x prompts), got {wanted.shape}")
+        sums[~wanted] = np.nan
+        by_members: dict[tuple[int, ...], list[_TreePlan]] = {}
+        plans_of = {}
+        for j in range(len(prompts)):
+            members = tuple(i for i in texts if wanted[i, j])
+            if members:
+                if members not in by_members:
+                    by_members[members] = plans_of_texts(members)
+                plans_of[j] = by_members[members]
+        if not plans_of:
+            return sums, counts
+    widest = max(len(plans[-1].tokens) for plans in plans_of.values())
+    columns = sorted(plans_of, key=lambda j: (len(prompts[j]), j))
     groups: list[list[int]] = []
     for j in columns:  # prompts of similar length together; each group's rows must also fit the text pass
         group = groups[-1] if groups else None
@@ -333,12 +359,16 @@ def score_matrix_ids(
             head_cache = _cache_of(head)
             width_p = ids.shape[1]
             lengths = head_mask.sum(-1)  # (G,) real prompt lengths
-            pairs = [(g, t) for t in range(len(plans)) for g in range(len(group))]  # similar tree sizes together
+            if wanted is None:  # every prompt has the shared plans, sorted by size: similar tree sizes together
+                pairs = [(g, plan) for plan in shared for g in range(len(group))]
+            else:
+                pairs = sorted(((g, plan) for g, j in enumerate(group) for plan in plans_of[j]),
+                               key=lambda row: len(row[1].tokens))  # fmt: skip
             start = 0
             while start < len(pairs):
                 stop = start + 1
                 while stop < len(pairs):
-                    rows_next, nodes = stop + 1 - start, max(1, len(plans[pairs[stop][1]].tokens))
+                    rows_next, nodes = stop + 1 - start, max(1, len(pairs[stop][1].tokens))
                     if (
                         rows_next * nodes > min(token_budget, max_positions)
                         or rows_next * (width_p + nodes) > cache_budget
@@ -347,14 +377,14 @@ def score_matrix_ids(
                     stop += 1
                 rows = pairs[start:stop]
                 start = stop
-                for (g, t), total in zip(
+                for (g, plan), total in zip(
                     rows,
                     _score_tree_rows(
-                        model, cache_kw, rows, plans, head_cache, head_mask, lengths, last_lp, temperature, pad_id,
-                        device, tree_masks,
+                        model, cache_kw, rows, head_cache, head_mask, lengths, last_lp, temperature, pad_id, device,
+                        tree_masks,
                     ),
                 ):  # fmt: skip
-                    for i, value in zip(plans[t].members, total):
+                    for i, value in zip(plan.members, total):
                         sums[i, group[g]] = value
     return sums, counts
 
@@ -409,12 +439,12 @@ def _plan(tree: _PrefixTree) -> _TreePlan:
 
 
 def _score_tree_rows(
-    model, cache_kw, rows, plans, head_cache, head_mask, lengths, last_lp, temperature, pad_id, device, tree_masks
+    model, cache_kw, rows, head_cache, head_mask, lengths, last_lp, temperature, pad_id, device, tree_masks
 ):
-    """Per (prompt row ``g``, tree ``t``) of ``rows``: the summed log-prob of each of the tree's members."""
+    """Per (prompt row ``g``, tree plan) of ``rows``: the summed log-prob of each of the tree's members."""
     import torch
 
-    chosen = [plans[t] for _, t in rows]
+    chosen = [plan for _, plan in rows]
     sizes = [len(p.tokens) for p in chosen]
     members = torch.tensor([len(p.firsts) for p in chosen], dtype=torch.long)
     index = torch.tensor([g for g, _ in rows], dtype=torch.long)

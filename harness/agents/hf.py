@@ -18,6 +18,7 @@ float32 on CPU. On CPU a model under 50M parameters runs single-threaded unless 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -176,14 +177,35 @@ class HFAgent(Agent):
             joint = self._encode(rendered[0] + t)
             head = heads[0]
             bodies.append(joint[len(head) :] if joint[: len(head)] == head else self._encode(t))
-        return score_matrix_ids(
-            self.model,
-            heads,
-            bodies,
-            temperature=self.options.temperature,
-            pad_id=self.pad_id,
-            batch_size=self.options.batch_size,
-        )
+        with self._scoring_threads():
+            return score_matrix_ids(
+                self.model,
+                heads,
+                bodies,
+                temperature=self.options.temperature,
+                pad_id=self.pad_id,
+                batch_size=self.options.batch_size,
+                wanted=wanted,
+            )
+
+    @contextlib.contextmanager
+    def _scoring_threads(self):
+        """Teacher forcing is large matrix products (unlike decoding's one-token steps): on CPU it runs with
+        ``extra["score_threads"]`` torch threads (default: every core this process may use; measured 1.8x faster
+        on 2 idle cores for the tiny model), then the generation setting is restored. On a box whose cores are
+        busy with other jobs, oversubscribed threads are slower: set ``score_threads`` to 1 there."""
+        import torch
+
+        if next(self.model.parameters()).device.type != "cpu":
+            yield
+            return
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        before = torch.get_num_threads()
+        torch.set_num_threads(int(self.options.extra.get("score_threads", cores)))
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
     def describe(self) -> dict[str, Any]:
         return {

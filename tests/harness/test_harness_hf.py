@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -131,6 +132,38 @@ def test_batched_score_matrix_equals_teacher_forcing_each_pair(
             assert abs(sums[i, j] / n - expected / n) < 1e-5
             assert sums[i, j] == pytest.approx(expected, rel=1e-6, abs=1e-5)
     assert sums[:, 0].tolist() == sums[:, 3].tolist()  # identical prompts, identical numbers
+
+
+@pytest.mark.parametrize("token_budget", [512, 8])
+def test_score_matrix_with_wanted_scores_exactly_those_pairs(agent, token_budget):
+    """Column subsampling: only the wanted pairs are scored, each equal to its full forward; a prompt that
+    wants no text does not run; the rest is NaN."""
+    from harness.agents.decoding import score_matrix_ids
+
+    ctxs = contexts(4)
+    texts = ["I pull A1 because it is bold", "I pull A1 because", "Turtle", "", "maybe the Dragon arm", "I"]
+    heads = [encode(agent, prompt_text(agent, c)) for c in ctxs]
+    bodies = [encode(agent, t) for t in texts]
+    wanted = np.array([[(i + j) % 3 != 0 and j != 2 for j in range(4)] for i in range(len(texts))])
+    sums, counts = score_matrix_ids(
+        agent.model, heads, bodies, temperature=agent.options.temperature, pad_id=agent.pad_id,
+        token_budget=token_budget, wanted=wanted,
+    )  # fmt: skip
+    for i, text in enumerate(texts):
+        for j, ctx in enumerate(ctxs):
+            if not wanted[i, j]:
+                assert math.isnan(sums[i, j])
+            elif not text:
+                assert (sums[i, j], counts[i, j]) == (0.0, 0)
+            else:
+                assert sums[i, j] == pytest.approx(naive_logprob(agent, ctx, text)[0], rel=1e-6, abs=1e-5)
+    nothing = score_matrix_ids(agent.model, heads, bodies, wanted=np.zeros_like(wanted))[0]
+    assert np.isnan(nothing).all()
+    with pytest.raises(ValueError, match="wanted must have shape"):
+        score_matrix_ids(agent.model, heads, bodies, wanted=wanted[:, :2])
+    via_agent = agent.score_matrix(ctxs, texts, wanted=wanted)[0]
+    assert np.allclose(via_agent[wanted], sums[wanted], rtol=1e-6, atol=1e-5)
+    assert torch.get_num_threads() == 1  # the scoring threads are restored for generation
 
 
 def test_generation_is_seeded_per_row_batched_with_left_padding(agent):
