@@ -12,8 +12,11 @@ Scoring is teacher forcing under the same distribution; ``score_matrix`` (the MI
 under-every-context) runs each context once and reuses its KV cache for all texts.
 
 Device and dtype: ``device="auto"`` takes CUDA when available; ``dtype="auto"`` is bfloat16 on GPU and
-float32 on CPU. On CPU a model under 50M parameters runs single-threaded unless ``threads`` is set in
-``AgentOptions.extra`` (this sets torch's process-wide thread count). A local directory loads offline (``local_files_only``); a hub name needs network access.
+float32 on CPU. On CPU a model under 50M parameters generates single-threaded unless ``threads`` is set in
+``AgentOptions.extra`` (this sets torch's process-wide thread count); ``score_matrix`` runs with
+``extra["score_threads"]`` threads (default: every usable core; teacher forcing is large matrix products)
+and restores the count after. A local directory loads offline (``local_files_only``); a hub name needs
+network access.
 """
 
 from __future__ import annotations
