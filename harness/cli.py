@@ -177,6 +177,10 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         )
     print(format_table(result.summary))
     print(f"\n{result.new_episodes} new episodes; files in {result.run_dir}/")
+    if result.mi_seconds >= 1.0:  # it can be a good part of an LM run: say what it cost and how to cut it
+        print(
+            f"MI family: {result.mi_seconds:.1f} s (--mi-columns C or a smaller --mi-samples trade precision for time)"
+        )
     return 0
 
 

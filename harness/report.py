@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
@@ -46,9 +47,19 @@ def _unavailable(reason: str) -> dict[str, Any]:
 
 
 def summarize(
-    config: RunConfig, records: Sequence[dict], agents: dict[str, Agent], *, run_id: str = ""
+    config: RunConfig,
+    records: Sequence[dict],
+    agents: dict[str, Agent],
+    *,
+    run_id: str = "",
+    progress: Any = None,
+    timings: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The summary document of a run's records (agents are built on demand for MI scoring)."""
+    """The summary document of a run's records (agents are built on demand for MI scoring).
+
+    ``progress`` (a :class:`harness.progress.Progress`) advances once per (agent, env) row; ``timings`` gets
+    ``"mi_s"``, the seconds spent on the MI family (kept out of the summary, which must not depend on speed).
+    """
     grouped: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for record in sort_episodes(list(records)):
         grouped[(record["agent"], record["env_id"])].append(record)
@@ -64,11 +75,16 @@ def summarize(
                     row_metrics[name] = _unavailable(str(exc))
             if config.mi_samples and spec not in agents:
                 agents[spec] = make_agent(spec, config.agent_options)
+            started = time.perf_counter()
             collapse = (
                 collapse_for(agents[spec], episodes, config.seed, config.mi_samples, config.mi_columns)
                 if config.mi_samples
                 else dict.fromkeys(SCHEMES, "disabled (mi_samples = 0)")
             )
+            if timings is not None:
+                timings["mi_s"] = timings.get("mi_s", 0.0) + time.perf_counter() - started
+            if progress is not None:
+                progress.advance(1)
             for scheme, result in collapse.items():
                 for key in MI_KEYS:
                     name = f"{scheme}/{key}"

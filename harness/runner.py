@@ -142,6 +142,8 @@ class RunResult:
     run_dir: Path
     summary: dict[str, Any]
     new_episodes: int
+    mi_seconds: float = 0.0
+    """Wall seconds spent on the MI family (not in the summary: it must not depend on speed)."""
 
 
 def run(
@@ -216,9 +218,14 @@ def run(
     if missing:
         raise RuntimeError(f"{len(missing)} planned episodes are missing from {episodes_path}, e.g. {min(missing)}")
     try:
-        summary = report.summarize(config, records, agents, run_id=run_dir.name)
+        rows = len(config.agents) * len(config.envs)
+        scoring = Progress(rows, enabled=progress and config.mi_samples > 0, stream=stream or sys.stderr,
+                           label="MI batches (agent x env)")  # fmt: skip
+        timings: dict[str, float] = {}
+        summary = report.summarize(config, records, agents, run_id=run_dir.name, progress=scoring, timings=timings)
+        scoring.close()
         report.write_report(run_dir, summary, records=records, parquet=parquet, plots=plots)
     finally:
         for agent in agents.values():
             agent.close()
-    return RunResult(run_dir, summary, len(jobs))
+    return RunResult(run_dir, summary, len(jobs), timings.get("mi_s", 0.0))

@@ -170,6 +170,21 @@ def test_mi_columns_subsamples_the_columns_and_is_recorded(tmp_path, capsys):
     assert "mi_columns must be in [2, inf]" in capsys.readouterr().err
 
 
+def test_progress_covers_the_mi_phase_and_its_time_is_reported_outside_the_summary(tmp_path):
+    import io
+
+    from harness.config import EnvPlan, RunConfig
+    from harness.runner import run
+
+    config = RunConfig(agents=("random", "oracle"), envs=(EnvPlan("ragen/Bandit-v0", 4, 2),))
+    stream = io.StringIO()
+    result = run(config, tmp_path, run_id="p", progress=True, plots=False, stream=stream)
+    lines = stream.getvalue().splitlines()
+    assert any("16/16 episodes" in line for line in lines)
+    assert any("2/2 MI batches (agent x env)" in line for line in lines)
+    assert result.mi_seconds > 0 and "mi_s" not in json.dumps(result.summary)
+
+
 def test_user_mistakes_answer_did_you_mean(tmp_path, capsys):
     assert main(["run", "radnom", "--env", "ragen/Bandit-v0", "--out", str(tmp_path)]) == 2
     assert "Did you mean 'random'?" in capsys.readouterr().err
