@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -117,10 +118,14 @@ def dumps_line(record: dict[str, Any]) -> bytes:
     return (text + "\n").encode("ascii")
 
 
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+"""19 digits in a row: an integer orjson may read as a float (it holds 64-bit integers only)."""
+
+
 def loads_line(line: bytes) -> Any:
-    """The JSON value of one line (orjson when it takes it; the stdlib for what only it reads, e.g. an
-    escaped lone surrogate)."""
-    if orjson is not None:
+    """The JSON value of one line (orjson when it takes it; the stdlib for what only it reads: an escaped lone
+    surrogate, or an integer beyond 64 bits, which orjson would read as a rounded float)."""
+    if orjson is not None and not _LONG_DIGITS.search(line):
         try:
             return orjson.loads(line)
         except ValueError:  # orjson.JSONDecodeError

@@ -90,3 +90,18 @@ def test_writer_appends_whole_lines_and_a_resume_cuts_the_torn_tail(tmp_path):
     writer.close()  # closing twice is harmless
     with pytest.raises(ValueError, match="closed"):
         writer.write_line(b"{}\n")
+
+
+@pytest.mark.parametrize("big", [(1 << 70) + 1, -(1 << 64) - 1, 10**19 + 1, -(10**18) - 1])
+def test_integers_beyond_64_bits_read_back_exactly(big, encoder):
+    # 1 << 70 alone would not tell: it is exactly a float, so an int read back as a float still compares equal
+    back = loads_line(dumps_line(_record(info={"big": big})))["turns"][0]["info"]["big"]
+    assert type(back) is int and back == big
+
+
+def test_resume_keys_episodes_with_seeds_beyond_64_bits_exactly(tmp_path, encoder):
+    path = tmp_path / "episodes.jsonl"
+    seeds = [(1 << 64) + 1, (1 << 64) + 2]  # both round to the float 2**64: read as floats they would collide
+    path.write_bytes(b"".join(dumps_line({**_record(), "seed": s}) for s in seeds))
+    got, valid = read_episodes(path)
+    assert [r["seed"] for r in got] == seeds and valid == path.stat().st_size
