@@ -300,6 +300,11 @@ def score_matrix_ids(
     )
     if any(len(p) == 0 for p in prompts):
         raise ValueError("every prompt must have at least one token")
+    if wanted is not None:  # checked and applied first: the early returns below hold for it too
+        wanted = np.asarray(wanted, dtype=bool)
+        if wanted.shape != sums.shape:
+            raise ValueError(f"wanted must have shape {sums.shape} (continuations x prompts), got {wanted.shape}")
+        sums[~wanted] = np.nan
     texts = [i for i, c in enumerate(continuations) if c]
     if not texts or not prompts:
         return sums, counts
@@ -319,10 +324,6 @@ def score_matrix_ids(
         shared = plans_of_texts(texts)
         plans_of = dict.fromkeys(range(len(prompts)), shared)
     else:
-        wanted = np.asarray(wanted, dtype=bool)
-        if wanted.shape != sums.shape:
-            raise ValueError(f"wanted must have shape {sums.shape} (continuations x prompts), got {wanted.shape}")
-        sums[~wanted] = np.nan
         by_members: dict[tuple[int, ...], list[_TreePlan]] = {}
         plans_of = {}
         for j in range(len(prompts)):

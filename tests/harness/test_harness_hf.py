@@ -166,6 +166,18 @@ def test_score_matrix_with_wanted_scores_exactly_those_pairs(agent, token_budget
     assert torch.get_num_threads() == 1  # the scoring threads are restored for generation
 
 
+def test_score_matrix_with_wanted_and_only_empty_texts_still_leaves_the_unwanted_nan(agent):
+    from harness.agents.decoding import score_matrix_ids
+
+    heads = [encode(agent, prompt_text(agent, c)) for c in contexts(2)]
+    wanted = np.array([[True, False], [False, True]])
+    sums, counts = score_matrix_ids(agent.model, heads, [[], []], wanted=wanted)
+    assert sums[wanted].tolist() == [0.0, 0.0] and np.isnan(sums[~wanted]).all()
+    assert counts.tolist() == [[0, 0], [0, 0]]
+    with pytest.raises(ValueError, match="wanted must have shape"):
+        score_matrix_ids(agent.model, heads, [[], []], wanted=wanted[:, :1])
+
+
 def test_generation_is_seeded_per_row_batched_with_left_padding(agent):
     ctx_short = contexts(1)[0]
     ctx_long = Context(
