@@ -19,6 +19,7 @@ numbers in any process.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -161,7 +162,10 @@ def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[st
             wanted = np.zeros((len(missing), len(group)), dtype=bool)
             for j, key in enumerate(group):
                 wanted[[at[t] for t in needed[key]], j] = True
-            sums, counts = agent.score_matrix([context_of[k] for k in group], missing, wanted=wanted)
+            if _takes_wanted(agent):
+                sums, counts = agent.score_matrix([context_of[k] for k in group], missing, wanted=wanted)
+            else:  # an agent written before ``wanted`` existed: the full block, of which only ``wanted`` is kept
+                sums, counts = agent.score_matrix([context_of[k] for k in group], missing)
             _remember(memo, group, missing, sums, counts, wanted)
         entries = [[(k, t) if s else None for k, s in zip(keys, row)] for t, row in zip(pairs.texts, pairs.scored)]
     # unscored entries: NaN sums (never read by collapse_metrics) over a count of 1
@@ -169,6 +173,15 @@ def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[st
     counts = np.array([[memo[e][1] if e else 1 for e in row] for row in entries], dtype=np.float64)
     counts = np.maximum(counts, 1.0)
     return collapse_metrics(sums / counts, pairs.own, logp_sum=sums, equivalent=pairs.equivalent, scored=pairs.scored)
+
+
+def _takes_wanted(agent: Agent) -> bool:
+    """Whether ``agent.score_matrix`` accepts ``wanted`` (as a parameter or through ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(agent.score_matrix).parameters
+    except (TypeError, ValueError):  # no introspectable signature: assume the current protocol
+        return True
+    return "wanted" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 def _remember(memo: Memo, keys: list[str], texts: Sequence[str], sums, counts, wanted=None) -> None:

@@ -101,8 +101,9 @@ def dumps_line(record: dict[str, Any]) -> bytes:
 
     Plain data (the common case) is encoded as is; anything else (NaN/inf, non-string keys, huge ints, lone
     surrogates from a hostile model's text) goes through :func:`jsonable` and ASCII escaping, so no record can
-    fail to be written. Bytes may differ between the orjson and stdlib paths (``1e-07`` vs ``1e-7``), values
-    never do.
+    fail to be written. Bytes may differ between the orjson and stdlib paths (``1e-07`` vs ``1e-7``); values of
+    plain data do not (exotic ``info`` values may: orjson writes dataclasses and datetimes natively and bool/None
+    keys as ``"True"``/``"None"``, the stdlib path their repr and ``"true"``/``"null"``).
     """
     if orjson is not None:
         try:

@@ -119,3 +119,15 @@ def test_collapse_for_with_mi_columns_keeps_a_collapsed_agent_at_zero_mi_and_cha
         assert m["mi_estimate"].value == pytest.approx(0.0, abs=1e-12)
         assert m["retrieval_accuracy"].value == pytest.approx(m["retrieval_chance"].value)
     assert out["first_turn"]["retrieval_chance"].value == pytest.approx(1 / 8)
+
+
+def test_an_agent_without_wanted_still_gets_the_subsampled_family():
+    class OldProtocol(Recording):
+        def score_matrix(self, contexts, texts):  # written before score_matrix took ``wanted``
+            return super().score_matrix(contexts, texts)
+
+    episodes = [record(s, k, [f"r{s}{k} x"]) for s in range(8) for k in range(2)]
+    rng = np.random.default_rng(1)
+    sub = subsample_columns(first_turn_pairs(episodes, rng, 16), rng, 3)
+    old, new = score_pairs(OldProtocol(), sub), score_pairs(Recording(), sub)
+    assert {k: v.value for k, v in old.items()} == pytest.approx({k: v.value for k, v in new.items()})
