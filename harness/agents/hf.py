@@ -14,7 +14,7 @@ under-every-context) runs each context once and reuses its KV cache for all text
 Device and dtype: ``device="auto"`` takes CUDA when available; ``dtype="auto"`` is bfloat16 on GPU and
 float32 on CPU. On CPU a model under 50M parameters generates single-threaded unless ``threads`` is set in
 ``AgentOptions.extra`` (this sets torch's process-wide thread count); ``score_matrix`` runs with
-``extra["score_threads"]`` threads (default: every usable core; teacher forcing is large matrix products)
+``extra["score_threads"]`` threads (default: every usable core up to 4; teacher forcing is large matrix products)
 and restores the count after. A local directory loads offline (``local_files_only``); a hub name needs
 network access.
 """
@@ -41,6 +41,10 @@ def _import_llm():
             "the hf: agent needs torch and transformers: pip install torch==2.13.0 && pip install -e '.[llm]'"
         ) from error
     return torch, transformers
+
+
+SCORE_THREADS_MAX = 4
+"""Default cap on the torch threads ``score_matrix`` uses on CPU (see ``HFAgent._scoring_threads``)."""
 
 
 class HFAgent(Agent):
@@ -194,9 +198,11 @@ class HFAgent(Agent):
     @contextlib.contextmanager
     def _scoring_threads(self):
         """Teacher forcing is large matrix products (unlike decoding's one-token steps): on CPU it runs with
-        ``extra["score_threads"]`` torch threads (default: every core this process may use; measured 1.8x faster
-        on 2 idle cores for the tiny model), then the generation setting is restored. On a box whose cores are
-        busy with other jobs, oversubscribed threads are slower: set ``score_threads`` to 1 there."""
+        ``extra["score_threads"]`` torch threads, then the generation setting is restored. Default: every core
+        this process may use, at most 4 (1.8x faster than one thread on 2 idle cores for the tiny model; a
+        3M-parameter model's products are too small to feed dozens of threads). On a box whose cores are busy
+        with other jobs, oversubscribed threads are slower (1.8x slower measured here): set ``score_threads`` to
+        1 there."""
         import torch
 
         if next(self.model.parameters()).device.type != "cpu":
@@ -204,7 +210,7 @@ class HFAgent(Agent):
             return
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         before = torch.get_num_threads()
-        torch.set_num_threads(int(self.options.extra.get("score_threads", cores)))
+        torch.set_num_threads(int(self.options.extra.get("score_threads", min(cores, SCORE_THREADS_MAX))))
         try:
             yield
         finally:
