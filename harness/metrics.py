@@ -176,14 +176,13 @@ def zero_variance_groups(episodes: Sequence[dict]) -> Estimate:
 
 # ---- the MI proxy family ------------------------------------------------------------------------------------
 def _check_matrix(name: str, matrix: Any, own: np.ndarray | None, scored: np.ndarray | None = None) -> np.ndarray:
-    """The matrix as float64, validated where ``scored`` (all entries by default); unscored entries become -inf
-    (they then weigh nothing in a logsumexp and never outrank a scored column)."""
+    """The matrix as float64, validated where ``scored`` (all entries by default; a mask :func:`_check_scored`
+    accepted for this shape); unscored entries become -inf (they then weigh nothing in a logsumexp and never
+    outrank a scored column)."""
     array = np.asarray(matrix, dtype=np.float64)
     if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D matrix (reasonings x prompts), got shape {array.shape}")
     if scored is not None:
-        if scored.shape != array.shape:
-            raise ValueError(f"scored must have the shape of {name} {array.shape}, got {scored.shape}")
         array = np.where(scored, array, -np.inf)
     bad_rows = np.flatnonzero(np.isnan(array).any(axis=1) | np.isposinf(array).any(axis=1))
     if bad_rows.size:
@@ -285,14 +284,11 @@ def _retrieval(
     matrix: np.ndarray, own: np.ndarray, equivalent: np.ndarray, scored: np.ndarray | None = None
 ) -> dict[str, Estimate]:
     """Top-k retrieval of each row's own prompt among its scored columns (all by default), and its chance."""
-    rows, cols = matrix.shape
+    rows = matrix.shape[0]
     correct = equivalent[own]  # (rows, cols)
-    if scored is None:
-        candidates = [matrix[i] for i in range(rows)]
-        right = [correct[i] for i in range(rows)]
-    else:
-        candidates = [matrix[i, scored[i]] for i in range(rows)]
-        right = [correct[i, scored[i]] for i in range(rows)]
+    scored = np.ones_like(correct) if scored is None else scored
+    candidates = [matrix[i, scored[i]] for i in range(rows)]
+    right = [correct[i, scored[i]] for i in range(rows)]
     out = {}
     for k in (1, *RETRIEVAL_TOP_K):
         hits = [topk_hit_probability(candidates[i], right[i], k) for i in range(rows)]

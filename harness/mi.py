@@ -148,7 +148,6 @@ def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[st
         for missing, group in todo.items():
             sums, counts = agent.score_matrix([context_of[k] for k in group], list(missing))
             _remember(memo, group, missing, sums, counts)
-        entries = [[(k, t) for k in keys] for t in pairs.texts]
     else:
         needed: dict[str, dict[str, None]] = {}  # context key -> its texts still to score, in first-seen order
         for text, row in zip(pairs.texts, pairs.scored):
@@ -167,7 +166,8 @@ def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[st
             else:  # an agent written before ``wanted`` existed: the full block, of which only ``wanted`` is kept
                 sums, counts = agent.score_matrix([context_of[k] for k in group], missing)
             _remember(memo, group, missing, sums, counts, wanted)
-        entries = [[(k, t) if s else None for k, s in zip(keys, row)] for t, row in zip(pairs.texts, pairs.scored)]
+    scored = np.ones((len(pairs.texts), len(keys)), dtype=bool) if pairs.scored is None else pairs.scored
+    entries = [[(k, t) if s else None for k, s in zip(keys, row)] for t, row in zip(pairs.texts, scored)]
     # unscored entries: NaN sums (never read by collapse_metrics) over a count of 1
     sums = np.array([[memo[e][0] if e else math.nan for e in row] for row in entries], dtype=np.float64)
     counts = np.array([[memo[e][1] if e else 1 for e in row] for row in entries], dtype=np.float64)
