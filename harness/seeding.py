@@ -35,8 +35,3 @@ class ResponseSeeds:
         h = base.copy()
         h.update(f"{type(turn).__name__}:{turn}".encode())
         return int.from_bytes(h.digest(), "little") >> 1
-
-
-def response_seeder(run_seed: int, env_id: str, env_seed: int, sample: int) -> ResponseSeeds:
-    """``turn -> response_seed(...)`` for one episode; see :class:`ResponseSeeds`."""
-    return ResponseSeeds(run_seed, env_id, env_seed, sample)

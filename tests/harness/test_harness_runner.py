@@ -210,12 +210,12 @@ def test_report_side_by_side(tmp_path, capsys):
     assert main(["report", str(a)]) == 0 and (a / "success.png").exists()
 
 
-def test_response_seeder_equals_response_seed():
+def test_response_seeds_equal_response_seed():
     """The rollout hashes an episode's fixed seed parts once; every turn's seed is still response_seed's."""
-    from harness.seeding import response_seed, response_seeder
+    from harness.seeding import ResponseSeeds, response_seed
 
     for run_seed, env_id, env_seed, sample in [(0, "ragen/Bandit-v0", 3, 1), (2**40 + 7, "ragen/Sokoban-v0", 0, 0)]:
-        seed_of = response_seeder(run_seed, env_id, env_seed, sample)
+        seed_of = ResponseSeeds(run_seed, env_id, env_seed, sample)
         assert [seed_of(t) for t in range(1, 25)] == [
             response_seed(run_seed, env_id, env_seed, sample, t) for t in range(1, 25)
         ]
