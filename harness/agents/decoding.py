@@ -3,13 +3,13 @@
 Used by the ``hf:``/``tiny`` agents and by ``baselines.tiny.serve``. Three functions, all on token ids:
 
 :func:`generate_ids`
-    Left-padded batch, one prefill forward, then one forward per new token over the KV cache. Every row
-    samples with its *own* seeded ``torch.Generator`` (Gumbel-max on ``logits / temperature``), so a row's
-    tokens are a function of its prompt and seed only, not of which other rows share its batch; a row
-    stops at any of ``stop_ids`` (kept in its output) or after ``max_new_tokens``; finished rows leave the
-    batch so the cache shrinks as they finish. Each token comes with its log-prob and the entropy of the
-    distribution it was drawn from (temperature applied; ``temperature == 0`` is greedy and reports the
-    temperature-1 distribution).
+    Left-padded batch, one prefill forward (identical prompts run once and share their keys/values), then one
+    forward per new token over the KV cache. Every row samples with its *own* seeded ``torch.Generator``
+    (Gumbel-max on ``logits / temperature``), so a row's tokens are a function of its prompt and seed only, not
+    of which other rows share its batch; a row stops at any of ``stop_ids`` (kept in its output) or after
+    ``max_new_tokens``; finished rows leave the batch so the cache shrinks as they finish. Each token comes
+    with its log-prob and the entropy of the distribution it was drawn from (temperature applied;
+    ``temperature == 0`` is greedy and reports the temperature-1 distribution).
 :func:`score_ids`
     Summed log-prob of each continuation after its prompt, one right-padded forward per chunk, under the
     same distribution (``logits / temperature``).
@@ -105,7 +105,11 @@ def generate_ids(
     out_h: list[list[float]] = [[] for _ in prompts]
     stopped = [False] * len(prompts)
 
-    input_ids, mask = _left_pad(prompts, pad_id, device)  # (B, T)
+    # identical prompts (the samples of one env seed, group sampling) share one prefill: its keys/values and
+    # last logits are copied to each of their rows, which then sample apart with their own generators
+    distinct = {}
+    copy_of = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
+    input_ids, mask = _left_pad(list(distinct), pad_id, device)  # (U, T)
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     live = list(range(len(prompts)))  # original row of each batch row
     cache_kw = _cache_keyword(model)
@@ -114,8 +118,12 @@ def generate_ids(
             input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
         )
         cache = _cache_of(output)
-        logits = output.logits[:, -1, :]  # (B, V)
-        next_pos = positions[:, -1] + 1  # (B,)
+        logits = output.logits[:, -1, :]  # (U, V)
+        next_pos = positions[:, -1] + 1  # (U,)
+        if len(distinct) < len(prompts):
+            rows = torch.tensor(copy_of, dtype=torch.long, device=device)
+            cache.batch_select_indices(rows)
+            logits, mask, next_pos = logits[rows], mask[rows], next_pos[rows]  # (B, ...)
         for _ in range(max_new_tokens):
             logp = _scaled_logprobs(logits, temperature)  # (B, V)
             entropy = -(logp.exp() * logp).sum(-1)  # (B,)

@@ -195,6 +195,30 @@ def test_generation_is_seeded_per_row_batched_with_left_padding(agent):
         assert agent.score([ctx_short], [text])[0].logprob_sum == pytest.approx(sum(alone.token_logprobs), abs=1e-3)
 
 
+def test_identical_prompts_share_a_prefill_and_still_sample_apart(agent):
+    """Group sampling: K rows of one prompt run one prefill; each row is what its seed gives it alone."""
+    from harness.agents.decoding import generate_ids
+
+    prompt = encode(agent, prompt_text(agent, contexts(1)[0]))
+    other = encode(agent, prompt_text(agent, contexts(2)[1]))
+    kwargs = dict(temperature=1.0, max_new_tokens=12, stop_ids=[], pad_id=agent.pad_id)
+    shapes = []
+    hook = agent.model.register_forward_pre_hook(lambda _, args, kw: shapes.append(tuple(kw["input_ids"].shape)),
+                                                 with_kwargs=True)  # fmt: skip
+    try:
+        group = generate_ids(agent.model, [prompt, other, prompt, prompt, other], [0, 5, 1, 2, 5], **kwargs)
+    finally:
+        hook.remove()
+    assert shapes[0] == (2, max(len(prompt), len(other)))  # the prefill: two distinct prompts
+    assert shapes[1] == (5, 1)  # then every row decodes
+    for row, (ids, seed) in enumerate([(prompt, 0), (other, 5), (prompt, 1), (prompt, 2), (other, 5)]):
+        (alone,) = generate_ids(agent.model, [ids], [seed], **kwargs)
+        assert group[row].token_ids == alone.token_ids
+        assert group[row].logprobs == pytest.approx(alone.logprobs, abs=1e-4)
+    assert group[1].token_ids == group[4].token_ids  # same prompt and seed
+    assert len({group[0].token_ids, group[2].token_ids, group[3].token_ids}) == 3  # the seeds, not the prefill
+
+
 def test_harness_run_with_hf_agent(model_dir, tmp_path):
     args = ["run", f"hf:{model_dir}", "--env", "ragen/Bandit-v0", "--episodes", "2", "--samples", "2"]
     args += ["--max-new-tokens", "8", "--device", "cpu", "--mi-samples", "4", "--out", str(tmp_path), "--run-id", "hf"]
