@@ -134,7 +134,7 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
                 context = Context(tuple(ep.messages), ep.prefill, ep.handle)
             else:
                 context = build_context(ep.system, ep.exchanges, ep.current, ep.prefill, window, ep.handle)
-            requests.append(Request(context, partial(ep.seeds, ep.turn)))  # the seed is derived when read
+            requests.append(Request(context, partial(ep.seeds, ep.turn), ep.job.key))  # the seed is derived when read
         generations = agent.generate(requests)
         if len(generations) != len(requests):
             raise RuntimeError(f"agent {agent.spec!r} returned {len(generations)} generations for {len(requests)}")

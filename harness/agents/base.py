@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -105,14 +105,19 @@ class Request:
 
     ``seed`` is an int, or a zero-argument callable returning it (the harness's rollout passes one): it is
     called on the first read of ``request.seed`` only, so an agent that ignores seeds (the oracle) never pays
-    for deriving one. Immutable, compared by (context, seed) like a frozen dataclass.
+    for deriving one. ``episode`` (optional, hashable; the rollout passes the job's key) names the episode the
+    request continues: an agent may keep state from that episode's previous turn (the ``hf:`` agent keeps its
+    keys/values, so a turn does not run the whole history again) and must respond as without that state, up
+    to float rounding.
+    Immutable, compared by (context, seed) like a frozen dataclass.
     """
 
-    __slots__ = ("context", "_seed")
+    __slots__ = ("context", "_seed", "episode")
 
-    def __init__(self, context: Context, seed: int | Callable[[], int]) -> None:
+    def __init__(self, context: Context, seed: int | Callable[[], int], episode: Hashable | None = None) -> None:
         object.__setattr__(self, "context", context)
         object.__setattr__(self, "_seed", seed)
+        object.__setattr__(self, "episode", episode)
 
     @property
     def seed(self) -> int:
@@ -137,7 +142,7 @@ class Request:
         return f"Request(context={self.context!r}, seed={self.seed!r})"
 
     def __reduce__(self) -> tuple:
-        return (Request, (self.context, self.seed))
+        return (Request, (self.context, self.seed, self.episode))
 
 
 class Generation(NamedTuple):

@@ -24,7 +24,7 @@ Shapes are noted as ``(B, T)`` (batch, time) and ``(B, T, V)`` (…, vocabulary)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,26 @@ class Decoded:
     entropies: tuple[float, ...]
     stopped: bool
     """True when a stop id ended the row (False: the token budget did)."""
+    prefix: CachedPrefix | None = field(default=None, compare=False, repr=False)
+    """With ``keep_prefixes``: the row's ids (prompt and the new tokens it fed) and their keys/values."""
+
+
+@dataclass(frozen=True)
+class CachedPrefix:
+    """Token ids and the keys/values of all of them, per layer ``(heads, len(ids), head_dim)``: what a row of
+    :func:`generate_ids` leaves for a later prompt that extends it (the next turn of its episode)."""
+
+    ids: tuple[int, ...]
+    layers: tuple[tuple[object, object], ...]
+
+    def reusable(self, prompt: Sequence[int]) -> int:
+        """How many leading tokens of ``prompt`` these keys/values cover (its common prefix with ``ids``),
+        leaving at least the prompt's last token to run (its logits start the sampling)."""
+        limit = min(len(self.ids), len(prompt) - 1)
+        n = 0
+        while n < limit and self.ids[n] == prompt[n]:
+            n += 1
+        return n
 
 
 def _cache_keyword(model) -> str:
@@ -81,11 +101,19 @@ def generate_ids(
     stop_ids: Sequence[int],
     pad_id: int,
     stop_text: tuple | None = None,
+    prefixes: Sequence[CachedPrefix | None] | None = None,
+    keep_prefixes: bool = False,
 ) -> list[Decoded]:
     """Sample a continuation of every prompt; see the module docstring.
 
     ``stop_text=(tokenizer, "</answer>")`` also stops a row once its decoded tail contains the string (for
     tokenizers in which the stop string is several tokens).
+
+    ``prefixes`` (one per prompt, or None): keys/values a row may start from, e.g. its episode's previous turn
+    (prompt + response); the prefill then runs only the tokens past the common prefix, so a multi-turn episode
+    costs O(turns) prefill instead of O(turns^2). ``keep_prefixes``: each :class:`Decoded` carries its row's
+    :class:`CachedPrefix` for that. Both only for models whose cache layers are plain ``DynamicLayer`` (full
+    attention; not sliding windows) in transformers >= 4.56; otherwise no prefix is kept or used.
     """
     import torch
 
@@ -104,22 +132,32 @@ def generate_ids(
     out_lp: list[list[float]] = [[] for _ in prompts]
     out_h: list[list[float]] = [[] for _ in prompts]
     stopped = [False] * len(prompts)
+    kept: list[CachedPrefix | None] = [None] * len(prompts)
 
     # identical prompts (the samples of one env seed, group sampling) share one prefill: its keys/values and
     # last logits are copied to each of their rows, which then sample apart with their own generators
-    distinct = {}
+    distinct: dict[tuple[int, ...], int] = {}
     copy_of = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
-    input_ids, mask = _left_pad(list(distinct), pad_id, device)  # (U, T)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    unique = list(distinct)
+    start: list[CachedPrefix | None] = [None] * len(unique)  # the cached prefix each distinct prompt starts from
+    for row, cached in enumerate(prefixes or ()):
+        if cached is not None and start[copy_of[row]] is None and cached.reusable(unique[copy_of[row]]) > 0:
+            start[copy_of[row]] = cached
     live = list(range(len(prompts)))  # original row of each batch row
     cache_kw = _cache_keyword(model)
     with torch.inference_mode():
-        output = model(
-            input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
-        )
+        if any(start):
+            output, mask, positions = _prefill_from(model, cache_kw, unique, start, pad_id, device)
+        else:
+            input_ids, mask = _left_pad(unique, pad_id, device)  # (U, T)
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            output = model(
+                input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
+            )
         cache = _cache_of(output)
         logits = output.logits[:, -1, :]  # (U, V)
         next_pos = positions[:, -1] + 1  # (U,)
+        keep_kv = keep_prefixes and _plain_layers(cache) is not None
         if len(distinct) < len(prompts):
             rows = torch.tensor(copy_of, dtype=torch.long, device=device)
             cache.batch_select_indices(rows)
@@ -152,7 +190,12 @@ def generate_ids(
                     stopped[row] = True
                 else:
                     keep.append(b)
-            if not keep or len(out_ids[live[keep[0]]]) >= max_new_tokens:
+            last = not keep or len(out_ids[live[keep[0]]]) >= max_new_tokens
+            if keep_kv:  # rows leaving the batch: their fed tokens' keys/values, before the cache drops them
+                for b in range(len(live)) if last else sorted(set(range(len(live))) - set(keep)):
+                    row = live[b]
+                    kept[row] = _row_prefix(cache, b, mask[b], tuple(prompts[row]) + tuple(out_ids[row][:-1]))
+            if last:
                 break
             if len(keep) < len(live):
                 index = torch.tensor(keep, dtype=torch.long, device=device)
@@ -170,7 +213,69 @@ def generate_ids(
             cache = _cache_of(output)
             logits = output.logits[:, -1, :]
             next_pos = next_pos + 1
-    return [Decoded(tuple(out_ids[i]), tuple(out_lp[i]), tuple(out_h[i]), stopped[i]) for i in range(len(prompts))]
+    return [
+        Decoded(tuple(out_ids[i]), tuple(out_lp[i]), tuple(out_h[i]), stopped[i], kept[i]) for i in range(len(prompts))
+    ]
+
+
+def _plain_layers(cache) -> list | None:
+    """The cache's layers when every one is a plain (full-attention, growing) ``DynamicLayer``, else None."""
+    layers = getattr(cache, "layers", None)
+    if not layers:
+        return None
+    from transformers.cache_utils import DynamicLayer
+
+    return list(layers) if all(type(layer) is DynamicLayer for layer in layers) else None
+
+
+def _row_prefix(cache, b: int, row_mask, ids: tuple[int, ...]) -> CachedPrefix:
+    """Batch row ``b``'s keys/values at its real (unpadded) positions, copied out of the batch tensors."""
+    real = row_mask.bool()
+    layers = tuple((layer.keys[b][:, real], layer.values[b][:, real]) for layer in cache.layers)
+    if layers[0][0].shape[1] != len(ids):
+        raise RuntimeError(f"cache row {b} holds {layers[0][0].shape[1]} positions for {len(ids)} fed tokens")
+    return CachedPrefix(ids, layers)
+
+
+def _prefill_from(model, cache_kw, prompts, start, pad_id, device):
+    """The prefill forward when some prompts start from cached keys/values.
+
+    Row ``u`` lays out as ``[pad | its r_u cached positions | pad | its s_u new tokens]``: the cache holds the
+    cached part right-aligned in ``max r`` columns, the input the new tokens right-aligned in ``max s``
+    columns, and the 2D attention mask is 1 on real positions only (position ids count real positions, so
+    they are the same as in a plain left-padded prefill). A row without a cached prefix has r_u = 0.
+    """
+    import torch
+    from transformers import DynamicCache
+
+    reuse = [0 if c is None else c.reusable(p) for p, c in zip(prompts, start)]
+    width_c = max(reuse)
+    layers = next(c for c in start if c is not None).layers
+    data = []
+    for layer, (k0, v0) in enumerate(layers):
+        keys = k0.new_zeros((len(prompts), k0.shape[0], width_c, k0.shape[2]))
+        values = v0.new_zeros((len(prompts), v0.shape[0], width_c, v0.shape[2]))
+        for u, (cached, r) in enumerate(zip(start, reuse)):
+            if r:
+                keys[u, :, width_c - r :] = cached.layers[layer][0][:, :r]
+                values[u, :, width_c - r :] = cached.layers[layer][1][:, :r]
+        data.append((keys.to(device), values.to(device)))
+    cache = DynamicCache(data)
+    suffix_ids, suffix_mask = _left_pad([p[r:] for p, r in zip(prompts, reuse)], pad_id, device)  # (U, S)
+    head_mask = torch.zeros((len(prompts), width_c), dtype=torch.long)
+    for u, r in enumerate(reuse):
+        head_mask[u, width_c - r :] = 1
+    mask = torch.cat([head_mask.to(device), suffix_mask], dim=1)  # (U, C + S)
+    positions = ((mask.cumsum(-1) - 1).clamp(min=0))[:, width_c:]  # (U, S)
+    output = model(
+        input_ids=suffix_ids,
+        attention_mask=mask,
+        position_ids=positions,
+        use_cache=True,
+        logits_to_keep=1,
+        **{cache_kw: cache},
+    )
+    return output, mask, positions
 
 
 def _tail_has(ids: list[int], stop_text: tuple) -> bool:

@@ -6,7 +6,11 @@ KV cache and stops each row at ``</answer>`` (kept), at the model's end-of-seque
 the per-turn budget ``max_new_tokens``; see :mod:`harness.agents.decoding`. Every request samples with its
 own seeded generator, so a response depends on its context and seed only. Each generation carries its
 tokens' log-probs and the entropies of the distributions they were drawn from (``temperature`` applied;
-greedy when it is 0).
+greedy when it is 0). Identical prompts in a batch (the samples of one env seed) share one prefill, and a
+request naming its episode (``Request.episode``; the rollout does) starts from the keys/values that episode's
+previous turn left (its prompt and response): a turn runs only its new tokens, so an episode's prefill grows
+linearly with its turns instead of quadratically (``extra["prefix_cache"] = False`` turns this off; the
+responses are the same either way, up to float rounding).
 
 Scoring is teacher forcing under the same distribution; ``score_matrix`` (the MI family's every-text-
 under-every-context) runs each context once and reuses its KV cache for all texts.
@@ -71,6 +75,11 @@ class HFAgent(Agent):
         # A single-token "</answer>" is a stop id; otherwise the decoded tail is checked for the string.
         self.stop_ids = self.eos_ids + (stop_piece if len(stop_piece) == 1 else [])
         self._stop_is_token = len(stop_piece) == 1
+        # per episode (Request.episode), the keys/values its last turn left: the next turn runs only its new
+        # tokens. Holds the last generate() call's episodes only (lockstep rollouts ask every turn of an episode
+        # in consecutive calls), so memory stays one batch of histories. extra["prefix_cache"] = False: off.
+        self._prefixes: dict[Any, Any] = {}
+        self._reuse_prefixes = bool(self.options.extra.get("prefix_cache", True))
 
     @classmethod
     def from_pretrained(cls, name_or_dir: str, options: AgentOptions | None = None) -> HFAgent:
@@ -127,8 +136,10 @@ class HFAgent(Agent):
         order = sorted(range(len(requests)), key=lambda i: (len(prompts[i]), i))
         results: list[Generation | None] = [None] * len(requests)
         step = self.options.batch_size
+        previous, self._prefixes = self._prefixes, {}
         for start in range(0, len(order), step):
             rows = order[start : start + step]
+            episodes = [requests[i].episode if self._reuse_prefixes else None for i in rows]
             decoded = generate_ids(
                 self.model,
                 [prompts[i] for i in rows],
@@ -138,9 +149,13 @@ class HFAgent(Agent):
                 stop_ids=self.stop_ids,
                 pad_id=self.pad_id,
                 stop_text=None if self._stop_is_token else (self.tokenizer, STOP),
+                prefixes=[None if e is None else previous.get(e) for e in episodes],
+                keep_prefixes=any(e is not None for e in episodes),
             )
-            for i, out in zip(rows, decoded):
+            for i, episode, out in zip(rows, episodes, decoded):
                 results[i] = self._to_generation(out)
+                if episode is not None and out.prefix is not None:
+                    self._prefixes[episode] = out.prefix
         return results  # type: ignore[return-value]
 
     def _to_generation(self, out) -> Generation:
@@ -228,3 +243,4 @@ class HFAgent(Agent):
 
     def close(self) -> None:
         self.model = None
+        self._prefixes = {}

@@ -219,6 +219,72 @@ def test_identical_prompts_share_a_prefill_and_still_sample_apart(agent):
     assert len({group[0].token_ids, group[2].token_ids, group[3].token_ids}) == 3  # the seeds, not the prefill
 
 
+def test_a_turn_started_from_its_cached_prefix_equals_a_full_prefill(agent):
+    """Multi-turn: turn 2 runs only the tokens past what turn 1 left cached, and samples what a full prefill does."""
+    from harness.agents.decoding import generate_ids
+
+    kwargs = dict(temperature=1.0, max_new_tokens=12, stop_ids=[], pad_id=agent.pad_id)
+    first = [encode(agent, prompt_text(agent, c)) for c in contexts(3)]
+    turn1 = generate_ids(agent.model, first, [0, 1, 2], keep_prefixes=True, **kwargs)
+    for prompt, out in zip(first, turn1):  # the fed tokens: the prompt and every new token but the last
+        assert out.prefix.ids == tuple(prompt) + out.token_ids[:-1]
+        assert all(k.shape[1] == v.shape[1] == len(out.prefix.ids) for k, v in out.prefix.layers)
+    more = encode(agent, " Turn 2: the state changed.")
+    second = [
+        list(first[0]) + list(turn1[0].token_ids) + more,  # extends all that row 0 fed (and its last token)
+        list(first[1][:-3]) + more,  # shares only part of row 1's prompt
+        list(reversed(first[2])),  # shares nothing with row 2's: starts from scratch
+        list(first[0]) + list(turn1[0].token_ids) + more,  # the same prompt as row 0: one prefill
+    ]
+    widths = []
+    hook = agent.model.register_forward_pre_hook(lambda _, args, kw: widths.append(kw["input_ids"].shape[1]),
+                                                 with_kwargs=True)  # fmt: skip
+    try:
+        cached = generate_ids(agent.model, second, [5, 6, 7, 8], prefixes=[o.prefix for o in turn1] + [None], **kwargs)
+    finally:
+        hook.remove()
+    reused = [turn1[0].prefix.reusable(second[0]), turn1[1].prefix.reusable(second[1])]
+    assert reused == [len(turn1[0].prefix.ids), len(first[1]) - 3]
+    assert turn1[2].prefix.reusable(second[2]) == 0
+    assert widths[0] == max(len(second[2]), len(second[0]) - reused[0], len(second[1]) - reused[1])
+    full = generate_ids(agent.model, second, [5, 6, 7, 8], **kwargs)
+    for a, b in zip(cached, full):
+        assert a.token_ids == b.token_ids
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+
+
+def test_multi_turn_rollout_with_and_without_the_prefix_cache_is_the_same(model_dir):
+    """The hf: agent keeps each episode's keys/values between turns; the episodes are those of a cold start."""
+    from harness.config import EnvPlan, RunConfig
+    from harness.rollout import EnvPool, Job, rollout_chunk
+
+    spec = f"hf:{model_dir}"
+    config = RunConfig(agents=(spec,), envs=(EnvPlan("ragen/Sokoban-v0", 3, 2),), mi_samples=0, batch_size=6)
+    jobs = [Job(spec, "ragen/Sokoban-v0", seed, sample) for seed in range(3) for sample in range(2)]
+    runs = []
+    for prefix_cache in (True, False):
+        options = AgentOptions(max_new_tokens=10, device="cpu", batch_size=4, extra={"prefix_cache": prefix_cache})
+        hf = make_agent(spec, options)
+        fed = []  # tokens run per forward
+        hook = hf.model.register_forward_pre_hook(lambda _, args, kw, fed=fed: fed.append(kw["input_ids"].numel()),
+                                                  with_kwargs=True)  # fmt: skip
+        try:
+            records = rollout_chunk(hf, config, jobs, EnvPool(config))
+            records = sorted(records, key=lambda r: (r["seed"], r["sample"]))
+        finally:
+            hook.remove()
+        assert bool(hf._prefixes) == prefix_cache  # the last turn's episodes, kept for a next turn
+        runs.append((records, sum(fed)))
+    assert sum(len(r["turns"]) for r in runs[0][0]) > 2 * len(jobs)  # several turns per episode
+    assert runs[0][1] < 0.5 * runs[1][1]  # later turns ran only their new tokens (4.5x fewer here)
+    runs = [records for records, _ in runs]
+    for cached, cold in zip(*runs):
+        assert [t["response"] for t in cached["turns"]] == [t["response"] for t in cold["turns"]]
+        assert [t["logprob_sum"] for t in cached["turns"]] == pytest.approx(
+            [t["logprob_sum"] for t in cold["turns"]], abs=1e-3
+        )
+
+
 def test_harness_run_with_hf_agent(model_dir, tmp_path):
     args = ["run", f"hf:{model_dir}", "--env", "ragen/Bandit-v0", "--episodes", "2", "--samples", "2"]
     args += ["--max-new-tokens", "8", "--device", "cpu", "--mi-samples", "4", "--out", str(tmp_path), "--run-id", "hf"]
