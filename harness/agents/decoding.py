@@ -147,12 +147,18 @@ def generate_ids(
     cache_kw = _cache_keyword(model)
     with torch.inference_mode():
         if any(start):
-            output, mask, positions = _prefill_from(model, cache_kw, unique, start, pad_id, device)
+            output, mask, positions = _prefill_from(model, cache_kw, unique, start, pad_id, device, max_new_tokens)
         else:
             input_ids, mask = _left_pad(unique, pad_id, device)  # (U, T)
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            fresh = _growing_cache(model, max_new_tokens)
             output = model(
-                input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
+                input_ids=input_ids,
+                attention_mask=mask,
+                position_ids=positions,
+                use_cache=True,
+                logits_to_keep=1,
+                **({} if fresh is None else {cache_kw: fresh}),
             )
         cache = _cache_of(output)
         logits = output.logits[:, -1, :]  # (U, V)
@@ -218,6 +224,72 @@ def generate_ids(
     ]
 
 
+_GROWING_LAYER: list = []
+
+
+def _growing_layer_class():
+    """``DynamicLayer`` that appends in place. The stock layer concatenates, copying the whole cache at every
+    new token (quadratic in a long multi-turn history); this one writes into a buffer allocated with room for
+    ``reserve`` more positions (the token budget, so decoding never reallocates) and exposes a view. Batch
+    selection (rows leaving) makes a compact copy, as before; the next append moves it into a new buffer."""
+    if _GROWING_LAYER:
+        return _GROWING_LAYER[0]
+    from transformers.cache_utils import DynamicLayer
+
+    class GrowingLayer(DynamicLayer):
+        def __init__(self, reserve: int) -> None:
+            super().__init__()
+            self.reserve = reserve
+            self._buffers = None
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            length, new = self.get_seq_length(), key_states.shape[-2]
+            buffers = self._buffers
+            if (
+                buffers is None
+                or self.keys.data_ptr() != buffers[0].data_ptr()  # replaced (batch selection): not our view
+                or buffers[0].shape[0] != key_states.shape[0]
+                or length + new > buffers[0].shape[-2]
+            ):
+                capacity = length + new + self.reserve
+                buffers = tuple(s.new_empty((*s.shape[:-2], capacity, s.shape[-1])) for s in (key_states, value_states))
+                if length:
+                    buffers[0][..., :length, :] = self.keys
+                    buffers[1][..., :length, :] = self.values
+                self._buffers = buffers
+            buffers[0][..., length : length + new, :] = key_states
+            buffers[1][..., length : length + new, :] = value_states
+            self.keys, self.values = buffers[0][..., : length + new, :], buffers[1][..., : length + new, :]
+            return self.keys, self.values
+
+    _GROWING_LAYER.append(GrowingLayer)
+    return GrowingLayer
+
+
+def _growing_cache(model, reserve: int, layers: int | None = None):
+    """A ``DynamicCache`` of :func:`_growing_layer_class` layers, or None when the model's cache is not all plain
+    ``DynamicLayer`` (sliding windows, other cache classes, transformers < 4.56): then the model builds its own."""
+    try:
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+    except ImportError:
+        return None
+    config = getattr(model, "config", None)
+    try:
+        cache = DynamicCache(config=config)
+    except Exception:  # a config this transformers cannot map to layer types: let the model decide
+        return None
+    plain = getattr(cache, "layers", None)
+    if not plain or any(type(layer) is not DynamicLayer for layer in plain):
+        return None
+    if layers is not None and len(plain) != layers:
+        return None
+    cache.layers = [_growing_layer_class()(reserve) for _ in plain]
+    return cache
+
+
 def _plain_layers(cache) -> list | None:
     """The cache's layers when every one is a plain (full-attention, growing) ``DynamicLayer``, else None."""
     layers = getattr(cache, "layers", None)
@@ -225,7 +297,8 @@ def _plain_layers(cache) -> list | None:
         return None
     from transformers.cache_utils import DynamicLayer
 
-    return list(layers) if all(type(layer) is DynamicLayer for layer in layers) else None
+    growing = _growing_layer_class()
+    return list(layers) if all(type(layer) in (DynamicLayer, growing) for layer in layers) else None
 
 
 def _row_prefix(cache, b: int, row_mask, ids: tuple[int, ...]) -> CachedPrefix:
@@ -237,7 +310,7 @@ def _row_prefix(cache, b: int, row_mask, ids: tuple[int, ...]) -> CachedPrefix:
     return CachedPrefix(ids, layers)
 
 
-def _prefill_from(model, cache_kw, prompts, start, pad_id, device):
+def _prefill_from(model, cache_kw, prompts, start, pad_id, device, reserve):
     """The prefill forward when some prompts start from cached keys/values.
 
     Row ``u`` lays out as ``[pad | its r_u cached positions | pad | its s_u new tokens]``: the cache holds the
@@ -260,7 +333,12 @@ def _prefill_from(model, cache_kw, prompts, start, pad_id, device):
                 keys[u, :, width_c - r :] = cached.layers[layer][0][:, :r]
                 values[u, :, width_c - r :] = cached.layers[layer][1][:, :r]
         data.append((keys.to(device), values.to(device)))
-    cache = DynamicCache(data)
+    cache = _growing_cache(model, reserve, len(data))
+    if cache is None:
+        cache = DynamicCache(data)
+    else:
+        for layer, (keys, values) in zip(cache.layers, data):
+            layer.update(keys, values)
     suffix_ids, suffix_mask = _left_pad([p[r:] for p, r in zip(prompts, reuse)], pad_id, device)  # (U, S)
     head_mask = torch.zeros((len(prompts), width_c), dtype=torch.long)
     for u, r in enumerate(reuse):

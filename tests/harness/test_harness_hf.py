@@ -219,6 +219,26 @@ def test_identical_prompts_share_a_prefill_and_still_sample_apart(agent):
     assert len({group[0].token_ids, group[2].token_ids, group[3].token_ids}) == 3  # the seeds, not the prefill
 
 
+def test_decoding_into_growing_buffers_equals_the_stock_cache(agent, monkeypatch):
+    """The in-place KV cache (no copy of the whole cache per token) decodes exactly what transformers' cache does,
+    with rows leaving the batch at different steps (batch selection, then a new buffer)."""
+    from harness.agents import decoding
+
+    prompts = [encode(agent, prompt_text(agent, c)) for c in contexts(5)]
+    stops = list(range(3, agent.model.config.vocab_size, 5))  # a fifth of the vocabulary: rows stop at random
+    kwargs = dict(temperature=1.0, max_new_tokens=16, stop_ids=stops, pad_id=agent.pad_id)
+    growing = decoding.generate_ids(agent.model, prompts, [0, 1, 2, 3, 4], keep_prefixes=True, **kwargs)
+    assert len({len(g.token_ids) for g in growing}) > 1  # rows left at different steps
+    monkeypatch.setattr(decoding, "_growing_cache", lambda *args, **kw: None)
+    stock = decoding.generate_ids(agent.model, prompts, [0, 1, 2, 3, 4], keep_prefixes=True, **kwargs)
+    for a, b in zip(growing, stock):
+        assert a.token_ids == b.token_ids and a.stopped == b.stopped
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+        assert a.prefix.ids == b.prefix.ids
+        for (ka, va), (kb, vb) in zip(a.prefix.layers, b.prefix.layers):
+            assert torch.allclose(ka, kb, atol=1e-5) and torch.allclose(va, vb, atol=1e-5)
+
+
 def test_a_turn_started_from_its_cached_prefix_equals_a_full_prefill(agent):
     """Multi-turn: turn 2 runs only the tokens past what turn 1 left cached, and samples what a full prefill does."""
     from harness.agents.decoding import generate_ids
