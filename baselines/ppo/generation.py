@@ -17,9 +17,20 @@ STOP_TEXT = "</answer>"
 
 
 def sample_responses(
-    model, tokenizer, prompts: list[list[int]], seeds: list[int], *, max_new_tokens: int, temperature: float = 1.0
+    model,
+    tokenizer,
+    prompts: list[list[int]],
+    seeds: list[int],
+    *,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    prefixes: list | None = None,
 ) -> list[Decoded]:
-    """One continuation per prompt; stops at EOS (kept) or once ``</answer>`` has been written."""
+    """One continuation per prompt; stops at EOS (kept) or once ``</answer>`` has been written.
+
+    ``prefixes``: per prompt, the :class:`~harness.agents.decoding.CachedPrefix` its episode's previous turn
+    left (or None); each returned row carries its own (``Decoded.prefix``) for the next turn.
+    """
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     return generate_ids(
         model,
@@ -30,6 +41,8 @@ def sample_responses(
         stop_ids=[tokenizer.eos_token_id],
         pad_id=pad_id,
         stop_text=(tokenizer, STOP_TEXT),
+        prefixes=prefixes,
+        keep_prefixes=True,
     )
 
 

@@ -147,6 +147,7 @@ def collect_rollouts(
                 decoded = sample_responses(
                     model, tokenizer, batch_prompts, batch_seeds,
                     max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                    prefixes=[live[i].get("prefix") for i in rows],  # the previous turn's keys/values
                 )  # fmt: skip
             for i, out in zip(rows, decoded):
                 outputs[i] = out
@@ -172,6 +173,8 @@ def collect_rollouts(
             episode.episode_return += float(reward)
             slot["text_so_far"] = slot["prompt_text"] + text
             slot["ids_so_far"] = prompt + response_ids
+            # None from a sampler that keeps none (vLLM has its own prefix caching)
+            slot["prefix"] = getattr(out, "prefix", None)
             ended_with_eos = bool(response_ids) and response_ids[-1] == tokenizer.eos_token_id
             slot["eos_text"] = tokenizer.decode([tokenizer.eos_token_id]) if ended_with_eos else ""
             slot["exchanges"].append((slot["current"], {"role": "assistant", "content": context.prefill + text}))
@@ -179,5 +182,6 @@ def collect_rollouts(
             if terminated or truncated:
                 episode.success = bool(info.get("success", False))
                 slot["done"] = True
+                slot["prefix"] = None
                 slot["env"].close()
     return [slot["episode"] for slot in slots]

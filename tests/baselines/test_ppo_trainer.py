@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -222,6 +223,34 @@ def test_prompts_are_append_only_so_an_episode_is_one_row(tiny_model_dir, tmp_pa
     episodes = collect_rollouts(trainer.policy, trainer.tokenizer, windowed, 0, [0])
     assert not any(e.chained for e in episodes)
     assert len(B.build_rows(episodes)[0]) == sum(len(e.turns) for e in episodes)
+
+
+def test_later_turns_start_from_the_previous_turns_keys_and_values(tiny_model_dir, tmp_path):
+    """The learner's rollout hands each episode's cached prefix to its next turn; the episodes are the same as
+    with every turn prefilled from scratch (a sampler that keeps nothing)."""
+    from baselines.ppo.generation import sample_responses
+
+    cfg = small_config(tiny_model_dir, tmp_path, env_kwargs={"max_turns": 3}, samples_per_prompt=3)
+    trainer = Trainer(cfg)
+    given = []
+
+    def cold(prompts, seeds):
+        out = sample_responses(trainer.policy, trainer.tokenizer, prompts, seeds, max_new_tokens=cfg.max_new_tokens)
+        return [dataclasses.replace(d, prefix=None) for d in out]
+
+    def spy(model, tokenizer, prompts, seeds, **kwargs):
+        given.extend(p is not None for p in kwargs.get("prefixes") or [])
+        return sample_responses(model, tokenizer, prompts, seeds, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("baselines.ppo.rollout.sample_responses", spy)
+        warm = collect_rollouts(trainer.policy, trainer.tokenizer, cfg, 0, [0, 1])
+    scratch = collect_rollouts(None, trainer.tokenizer, cfg, 0, [0, 1], sampler=cold)
+    assert any(given) and not all(given)  # turn 1 has none; later turns do
+    for a, b in zip(warm, scratch):
+        assert [t.response_ids for t in a.turns] == [t.response_ids for t in b.turns]
+        for ta, tb in zip(a.turns, b.turns):
+            assert ta.sample_logprobs == pytest.approx(tb.sample_logprobs, abs=1e-4)
 
 
 def test_rollouts_take_a_backend_sampler(tiny_model_dir, tmp_path):
