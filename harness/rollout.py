@@ -87,12 +87,12 @@ class EnvPool:
 
 
 class _Episode:
-    __slots__ = ("job", "env", "handle", "response_format", "prefill", "system", "exchanges", "messages",
+    __slots__ = ("job", "key", "env", "handle", "response_format", "prefill", "system", "exchanges", "messages",
                  "seeds", "current", "record", "turns", "turn")  # fmt: skip
 
     def __init__(self, job: Job, env: Any, kwargs: dict[str, Any], seed_base: int, window: int | None) -> None:
         observation, info = env.reset(seed=job.seed)
-        self.job, self.env, self.turn = job, env, 1
+        self.job, self.key, self.env, self.turn = job, job.key, env, 1  # key: names the episode to the agent
         unwrapped = env.unwrapped  # a walk down the wrapper chain: once per episode
         self.handle = EnvHandle(unwrapped)  # the side channel reads the live env, so one handle serves every turn
         self.response_format = unwrapped.response_format
@@ -134,7 +134,7 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
                 context = Context(tuple(ep.messages), ep.prefill, ep.handle)
             else:
                 context = build_context(ep.system, ep.exchanges, ep.current, ep.prefill, window, ep.handle)
-            requests.append(Request(context, partial(ep.seeds, ep.turn), ep.job.key))  # the seed is derived when read
+            requests.append(Request(context, partial(ep.seeds, ep.turn), ep.key))  # the seed is derived when read
         generations = agent.generate(requests)
         if len(generations) != len(requests):
             raise RuntimeError(f"agent {agent.spec!r} returned {len(generations)} generations for {len(requests)}")
