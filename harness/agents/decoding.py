@@ -23,6 +23,7 @@ Shapes are noted as ``(B, T)`` (batch, time) and ``(B, T, V)`` (…, vocabulary)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -224,16 +225,12 @@ def generate_ids(
     ]
 
 
-_GROWING_LAYER: list = []
-
-
+@functools.cache
 def _growing_layer_class():
     """``DynamicLayer`` that appends in place. The stock layer concatenates, copying the whole cache at every
     new token (quadratic in a long multi-turn history); this one writes into a buffer allocated with room for
     ``reserve`` more positions (the token budget, so decoding never reallocates) and exposes a view. Batch
     selection (rows leaving) makes a compact copy, as before; the next append moves it into a new buffer."""
-    if _GROWING_LAYER:
-        return _GROWING_LAYER[0]
     from transformers.cache_utils import DynamicLayer
 
     class GrowingLayer(DynamicLayer):
@@ -264,7 +261,6 @@ def _growing_layer_class():
             self.keys, self.values = buffers[0][..., : length + new, :], buffers[1][..., : length + new, :]
             return self.keys, self.values
 
-    _GROWING_LAYER.append(GrowingLayer)
     return GrowingLayer
 
 
@@ -333,13 +329,13 @@ def _prefill_from(model, cache_kw, prompts, start, pad_id, device, reserve):
                 keys[u, :, width_c - r :] = cached.layers[layer][0][:, :r]
                 values[u, :, width_c - r :] = cached.layers[layer][1][:, :r]
         data.append((keys.to(device), values.to(device)))
-    cache = _growing_cache(model, reserve, len(data))
+    suffix_ids, suffix_mask = _left_pad([p[r:] for p, r in zip(prompts, reuse)], pad_id, device)  # (U, S)
+    cache = _growing_cache(model, suffix_ids.shape[1] + reserve, len(data))  # room for the suffix and the budget
     if cache is None:
         cache = DynamicCache(data)
     else:
         for layer, (keys, values) in zip(cache.layers, data):
             layer.update(keys, values)
-    suffix_ids, suffix_mask = _left_pad([p[r:] for p, r in zip(prompts, reuse)], pad_id, device)  # (U, S)
     head_mask = torch.zeros((len(prompts), width_c), dtype=torch.long)
     for u, r in enumerate(reuse):
         head_mask[u, width_c - r :] = 1

@@ -14,7 +14,8 @@ tokenization (the chat template ends in special tokens or the prefill, so the bo
 context whose tokens are not a prefix of the joint tokenization is rejected rather than mis-scored).
 
 Options (``AgentOptions.extra``): ``gpu_memory_utilization`` (0.5), ``max_model_len`` (4096),
-``tensor_parallel_size`` (1), ``enforce_eager`` (False), ``seed`` (0, the engine's).
+``tensor_parallel_size`` (1), ``enforce_eager`` (False), ``seed`` (0, the engine's), ``enable_prefix_caching``
+(True: an episode's turns share their history's cached blocks).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from harness.agents.base import Agent, Context, Generation, Request, Score
 from harness.agents.registry import AgentOptions
 
 STOP = "</answer>"
-ENGINE_OPTIONS = ("gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "enforce_eager", "seed")
+ENGINE_OPTIONS = (
+    "gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "enforce_eager", "seed", "enable_prefix_caching",
+)  # fmt: skip
 
 
 def import_vllm():
@@ -63,6 +66,9 @@ class VLLMAgent(Agent):
             tensor_parallel_size=int(extra.get("tensor_parallel_size", 1)),
             enforce_eager=bool(extra.get("enforce_eager", False)),
             seed=int(extra.get("seed", 0)),
+            # a turn's prompt extends the previous turn's: cached blocks spare re-running the history (on by
+            # default in vLLM's V1 engine; explicit for older engines)
+            enable_prefix_caching=bool(extra.get("enable_prefix_caching", True)),
         )
         self.tokenizer = self.llm.get_tokenizer()
         self._vllm = vllm
