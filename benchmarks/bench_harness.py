@@ -190,11 +190,11 @@ def test_workers(benchmark, workers):
 
 
 # ---- MI cost ----------------------------------------------------------------------------------------------------
-def lm_agent():
+def lm_agent(device: str = "cpu"):
     """The shipped tiny model if it loads, else a same-shape random Llama with a tokenizer built here."""
     from harness.agents import AgentOptions
 
-    options = AgentOptions(max_new_tokens=64, device="cpu", batch_size=16, temperature=1.0)
+    options = AgentOptions(max_new_tokens=64, device=device, batch_size=16, temperature=1.0)
     try:
         from baselines.tiny import MODEL_DIR
 
@@ -265,7 +265,9 @@ def mi_costs(agent, episodes: int = 16, samples: int = 4, env_id: str = "ragen/B
             prompt = tokenizer.apply_chat_template(list(ctx.messages), tokenize=False, add_generation_prompt=True)
             for text in texts:
                 ids = tokenizer(prompt + ctx.prefill + text, add_special_tokens=False)["input_ids"]
-                agent.model(input_ids=torch.tensor([ids]))
+                agent.model(input_ids=torch.tensor([ids], device=agent.model.device))
+        if agent.model.device.type == "cuda":
+            torch.cuda.synchronize()
     naive = (time.perf_counter() - start) / (len(contexts) * len(texts))
     return {
         "rollout_s": rollout,
@@ -291,6 +293,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--skip", nargs="*", default=[], choices=["overhead", "records", "workers", "mi"])
     parser.add_argument("--mi-env", action="append", help="env(s) of the MI measurement (default Bandit, Sokoban)")
+    parser.add_argument("--device", default="cpu", help="torch device of the MI measurement's model (e.g. cuda)")
     args = parser.parse_args()
     if "overhead" not in args.skip:
         print(
@@ -343,7 +346,8 @@ def main() -> None:
             f"now: {machine_parallelism():.2f}x)"
         )
     if "mi" not in args.skip:
-        agent, what = lm_agent()
+        agent, what = lm_agent(args.device)
+        what += f" on {args.device}"
         for env_id in args.mi_env or ["ragen/Bandit-v0", "ragen/Sokoban-v0"]:
             costs = mi_costs(agent, env_id=env_id)
             print(
