@@ -42,7 +42,11 @@ from harness.config import EnvPlan, RunConfig
 from harness.records import EpisodeWriter, dumps_line
 from harness.runner import EnvPool, Job, rollout_chunk, run
 
-OVERHEAD_ENVS = ("ragen/Bandit-v0", "ragen/FrozenLake-v0", "ragen/Sokoban-v0", "ragen/Sokoban-8x8-v0")
+OVERHEAD_ENVS = (
+    "ragen/Bandit-v0", "ragen/FrozenLake-v0", "ragen/Sokoban-v0", "ragen/Sokoban-8x8-v0", "ragen/Countdown-v0",
+    "ragen/MathWord-v0", "ragen/WebShop-v0",
+)  # fmt: skip
+"""From the cheapest step (~25 µs) to ~100-200 µs ones: where a fixed per-step cost stops mattering."""
 OVERHEAD_EPISODES = 200
 
 
