@@ -149,7 +149,7 @@ class HFAgent(Agent):
                 stop_ids=self.stop_ids,
                 pad_id=self.pad_id,
                 stop_text=None if self._stop_is_token else (self.tokenizer, STOP),
-                prefixes=[None if e is None else previous.get(e) for e in episodes],
+                prefixes=[None if e is None else previous.pop(e, None) for e in episodes],  # freed once used
                 keep_prefixes=any(e is not None for e in episodes),
             )
             for i, episode, out in zip(rows, episodes, decoded):
