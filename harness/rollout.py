@@ -126,6 +126,7 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
     """
     kwargs = {plan.env_id: plan.kwargs for plan in config.envs}
     window = config.context_turns
+    end_episodes = getattr(agent, "end_episodes", None) or (lambda episodes: None)  # duck-typed agents may lack it
     active = [_Episode(job, pool.get(job.env_id), kwargs[job.env_id], config.seed, window) for job in jobs]
     while active:
         requests = []
@@ -138,7 +139,7 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
         generations = agent.generate(requests)
         if len(generations) != len(requests):
             raise RuntimeError(f"agent {agent.spec!r} returned {len(generations)} generations for {len(requests)}")
-        still = []
+        still, ended = [], []
         for ep, gen in zip(active, generations):
             response = ep.prefill + gen.text
             observation, reward, terminated, truncated, info = ep.env.step(response)
@@ -170,6 +171,7 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
                 record["success"] = bool(info.get("success", False))
                 record["num_turns"] = len(ep.turns)
                 pool.put(ep.job.env_id, ep.env)
+                ended.append(ep.key)
                 yield record
             else:
                 assistant = {"role": "assistant", "content": response}
@@ -179,4 +181,6 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
                 ep.messages.append(assistant)
                 ep.messages.append(ep.current)
                 still.append(ep)
+        if ended:
+            end_episodes(ended)
         active = still

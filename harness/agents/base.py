@@ -206,6 +206,11 @@ class Agent(abc.ABC):
         """What config.json records about the agent (enough to rebuild it)."""
         return {"spec": self.spec}
 
+    def end_episodes(self, episodes: Sequence[Hashable]) -> None:
+        """The rollout's word that these episodes (``Request.episode`` values) are over: per-episode state kept
+        between turns (the ``hf:`` agent's keys/values) can go. Optional; the default keeps nothing."""
+        return None
+
     def close(self) -> None:
         """Release resources (models, connections). Idempotent."""
         return None

@@ -146,13 +146,13 @@ def generate_ids(
             start[copy_of[row]] = cached
     live = list(range(len(prompts)))  # original row of each batch row
     cache_kw = _cache_keyword(model)
+    fresh = _growing_cache(model, max_new_tokens)
     with torch.inference_mode():
-        if any(start):
-            output, mask, positions = _prefill_from(model, cache_kw, unique, start, pad_id, device, max_new_tokens)
+        if fresh is not None and any(start):  # (not for other caches: a sliding window counts padded columns)
+            output, mask, positions = _prefill_from(model, cache_kw, fresh, unique, start, pad_id, device)
         else:
             input_ids, mask = _left_pad(unique, pad_id, device)  # (U, T)
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
-            fresh = _growing_cache(model, max_new_tokens)
             output = model(
                 input_ids=input_ids,
                 attention_mask=mask,
@@ -228,9 +228,12 @@ def generate_ids(
 @functools.cache
 def _growing_layer_class():
     """``DynamicLayer`` that appends in place. The stock layer concatenates, copying the whole cache at every
-    new token (quadratic in a long multi-turn history); this one writes into a buffer allocated with room for
-    ``reserve`` more positions (the token budget, so decoding never reallocates) and exposes a view. Batch
-    selection (rows leaving) makes a compact copy, as before; the next append moves it into a new buffer."""
+    new token (quadratic in a long multi-turn history); this one writes into a buffer with spare room and
+    exposes a view. When full it reallocates with room for as many positions again as it holds (at least 64),
+    but never more than ``reserve`` (the most positions still to come: the token budget), so a huge budget with
+    rows that stop early costs no memory and the copies stay amortised O(1) per token. Batch selection (rows
+    leaving) and ``crop`` make the keys a compact copy or a shorter view; the next append moves them into a new
+    buffer, so a view handed out earlier is never written over."""
     from transformers.cache_utils import DynamicLayer
 
     class GrowingLayer(DynamicLayer):
@@ -250,7 +253,7 @@ def _growing_layer_class():
                 or buffers[0].shape[0] != key_states.shape[0]
                 or length + new > buffers[0].shape[-2]
             ):
-                capacity = length + new + self.reserve
+                capacity = length + new + min(self.reserve, max(length + new, 64))
                 buffers = tuple(s.new_empty((*s.shape[:-2], capacity, s.shape[-1])) for s in (key_states, value_states))
                 if length:
                     buffers[0][..., :length, :] = self.keys
@@ -261,10 +264,14 @@ def _growing_layer_class():
             self.keys, self.values = buffers[0][..., : length + new, :], buffers[1][..., : length + new, :]
             return self.keys, self.values
 
+        def crop(self, *args, **kwargs):
+            super().crop(*args, **kwargs)
+            self._buffers = None  # the shorter keys are a view of the buffer: appending in place would overwrite
+
     return GrowingLayer
 
 
-def _growing_cache(model, reserve: int, layers: int | None = None):
+def _growing_cache(model, reserve: int):
     """A ``DynamicCache`` of :func:`_growing_layer_class` layers, or None when the model's cache is not all plain
     ``DynamicLayer`` (sliding windows, other cache classes, transformers < 4.56): then the model builds its own."""
     try:
@@ -279,8 +286,6 @@ def _growing_cache(model, reserve: int, layers: int | None = None):
         return None
     plain = getattr(cache, "layers", None)
     if not plain or any(type(layer) is not DynamicLayer for layer in plain):
-        return None
-    if layers is not None and len(plain) != layers:
         return None
     cache.layers = [_growing_layer_class()(reserve) for _ in plain]
     return cache
@@ -306,7 +311,7 @@ def _row_prefix(cache, b: int, row_mask, ids: tuple[int, ...]) -> CachedPrefix:
     return CachedPrefix(ids, layers)
 
 
-def _prefill_from(model, cache_kw, prompts, start, pad_id, device, reserve):
+def _prefill_from(model, cache_kw, cache, prompts, start, pad_id, device):
     """The prefill forward when some prompts start from cached keys/values.
 
     Row ``u`` lays out as ``[pad | its r_u cached positions | pad | its s_u new tokens]``: the cache holds the
@@ -315,7 +320,6 @@ def _prefill_from(model, cache_kw, prompts, start, pad_id, device, reserve):
     they are the same as in a plain left-padded prefill). A row without a cached prefix has r_u = 0.
     """
     import torch
-    from transformers import DynamicCache
 
     reuse = [0 if c is None else c.reusable(p) for p, c in zip(prompts, start)]
     width_c = max(reuse)
@@ -330,12 +334,11 @@ def _prefill_from(model, cache_kw, prompts, start, pad_id, device, reserve):
                 values[u, :, width_c - r :] = cached.layers[layer][1][:, :r]
         data.append((keys.to(device), values.to(device)))
     suffix_ids, suffix_mask = _left_pad([p[r:] for p, r in zip(prompts, reuse)], pad_id, device)  # (U, S)
-    cache = _growing_cache(model, suffix_ids.shape[1] + reserve, len(data))  # room for the suffix and the budget
-    if cache is None:
-        cache = DynamicCache(data)
-    else:
-        for layer, (keys, values) in zip(cache.layers, data):
-            layer.update(keys, values)
+    if len(data) != len(cache.layers):
+        raise ValueError(f"the cached prefixes have {len(data)} layers, the model {len(cache.layers)}")
+    for layer, (keys, values) in zip(cache.layers, data):
+        layer.reserve += suffix_ids.shape[1]  # the suffix comes next, then the token budget
+        layer.update(keys, values)
     head_mask = torch.zeros((len(prompts), width_c), dtype=torch.long)
     for u, r in enumerate(reuse):
         head_mask[u, width_c - r :] = 1

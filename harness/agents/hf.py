@@ -77,7 +77,8 @@ class HFAgent(Agent):
         self._stop_is_token = len(stop_piece) == 1
         # per episode (Request.episode), the keys/values its last turn left: the next turn runs only its new
         # tokens. Holds the last generate() call's episodes only (lockstep rollouts ask every turn of an episode
-        # in consecutive calls), so memory stays one batch of histories. extra["prefix_cache"] = False: off.
+        # in consecutive calls), minus those the rollout said ended (end_episodes), so memory stays one batch of
+        # histories. extra["prefix_cache"] = False: off.
         self._prefixes: dict[Any, Any] = {}
         self._reuse_prefixes = bool(self.options.extra.get("prefix_cache", True))
 
@@ -136,7 +137,10 @@ class HFAgent(Agent):
         order = sorted(range(len(requests)), key=lambda i: (len(prompts[i]), i))
         results: list[Generation | None] = [None] * len(requests)
         step = self.options.batch_size
-        previous, self._prefixes = self._prefixes, {}
+        asked = {r.episode for r in requests if r.episode is not None}
+        # only this call's episodes can use what the last call left; the rest (ended, or another chunk's) goes
+        previous = {e: p for e, p in self._prefixes.items() if e in asked}
+        self._prefixes = {}
         for start in range(0, len(order), step):
             rows = order[start : start + step]
             episodes = [requests[i].episode if self._reuse_prefixes else None for i in rows]
@@ -240,6 +244,10 @@ class HFAgent(Agent):
             "device": str(next(self.model.parameters()).device),
             "dtype": str(next(self.model.parameters()).dtype).replace("torch.", ""),
         }
+
+    def end_episodes(self, episodes: Sequence[Any]) -> None:
+        for episode in episodes:
+            self._prefixes.pop(episode, None)
 
     def close(self) -> None:
         self.model = None

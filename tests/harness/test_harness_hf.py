@@ -239,6 +239,41 @@ def test_decoding_into_growing_buffers_equals_the_stock_cache(agent, monkeypatch
             assert torch.allclose(ka, kb, atol=1e-5) and torch.allclose(va, vb, atol=1e-5)
 
 
+def test_a_huge_token_budget_costs_no_memory_when_rows_stop_early(agent):
+    """The in-place cache grows geometrically up to the budget; it does not allocate the budget up front."""
+    from harness.agents.decoding import generate_ids
+
+    prompts = [encode(agent, prompt_text(agent, c)) for c in contexts(3)]
+    every_token = list(range(agent.model.config.vocab_size))
+    out = generate_ids(agent.model, prompts, [0, 1, 2], temperature=1.0, max_new_tokens=10**9,
+                       stop_ids=every_token, pad_id=agent.pad_id)  # fmt: skip
+    assert [len(o.token_ids) for o in out] == [1, 1, 1] and all(o.stopped for o in out)
+
+
+def test_prefixes_are_ignored_by_a_sliding_window_model():
+    """Sliding-window layers count cache columns, padding included: such a model prefills every prompt in full."""
+    from harness.agents.decoding import CachedPrefix, generate_ids
+
+    config = transformers.MistralConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, sliding_window=6, max_position_embeddings=128, pad_token_id=0,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.MistralForCausalLM(config).eval()
+    kwargs = dict(temperature=1.0, max_new_tokens=6, stop_ids=[], pad_id=0)
+    first = [[5, 6, 7, 8, 9, 10, 11, 12], [13, 14, 15]]
+    turn1 = generate_ids(model, first, [0, 1], keep_prefixes=True, **kwargs)
+    assert all(o.prefix is None for o in turn1)  # nothing is kept for such a cache
+    # handed a prefix anyway (zeros for keys/values: using it would change the tokens), it is not used
+    layer = (torch.zeros(2, len(first[0]), 8), torch.zeros(2, len(first[0]), 8))
+    bogus = CachedPrefix(tuple(first[0]), (layer, layer))
+    second = [first[0] + [20, 21, 22, 23, 24], first[1] + [25, 26]]
+    given = generate_ids(model, second, [2, 3], prefixes=[bogus, None], **kwargs)
+    alone = [generate_ids(model, [p], [seed], **kwargs)[0] for p, seed in zip(second, [2, 3])]
+    for g, a in zip(given, alone):  # (log-probs: a random model's tokens hardly move; used, they differ by 0.04)
+        assert g.token_ids == a.token_ids and g.logprobs == pytest.approx(a.logprobs, abs=1e-5)
+
+
 def test_a_turn_started_from_its_cached_prefix_equals_a_full_prefill(agent):
     """Multi-turn: turn 2 runs only the tokens past what turn 1 left cached, and samples what a full prefill does."""
     from harness.agents.decoding import generate_ids
@@ -293,7 +328,7 @@ def test_multi_turn_rollout_with_and_without_the_prefix_cache_is_the_same(model_
             records = sorted(records, key=lambda r: (r["seed"], r["sample"]))
         finally:
             hook.remove()
-        assert bool(hf._prefixes) == prefix_cache  # the last turn's episodes, kept for a next turn
+        assert not hf._prefixes  # every episode ended: the rollout said so and the agent let go of them
         runs.append((records, sum(fed)))
     assert sum(len(r["turns"]) for r in runs[0][0]) > 2 * len(jobs)  # several turns per episode
     assert runs[0][1] < 0.5 * runs[1][1]  # later turns ran only their new tokens (4.5x fewer here)
