@@ -152,6 +152,15 @@ if trainer.dist.main:
 
 
 @pytest.mark.slow
+def free_port() -> int:
+    """A TCP port nobody listens on right now (the OS picks it)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def test_two_gloo_ranks_make_the_single_process_update(tiny_model_dir, tmp_path):
     base = dict(model=tiny_model_dir, env_id="ragen/Bandit-v0", env_kwargs={"max_turns": 2}, iterations=1,
                 prompts_per_iteration=2, samples_per_prompt=2, max_new_tokens=6, minibatch_size=64,
@@ -166,8 +175,9 @@ def test_two_gloo_ranks_make_the_single_process_update(tiny_model_dir, tmp_path)
         script = tmp_path / f"ddp{world}.py"
         out = tmp_path / f"policy{world}.pt"
         script.write_text(DDP_SCRIPT.format(root=str(ROOT), cfg=cfg, out=str(out)))
+        port = str(free_port())  # a fixed port collides with a concurrent run of this test
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world), "--master_port",
-               str(29500 + world), str(script)]  # fmt: skip
+               port, str(script)]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
         results[world] = torch.load(out)
