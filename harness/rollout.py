@@ -4,7 +4,9 @@ A run is a list of :class:`Job` (agent, env, env seed, sample) split into chunks
 consecutive jobs of one (agent, env). :func:`rollout_chunk` plays a chunk in lockstep, one batched
 ``generate`` per turn, and yields each finished episode's record (the episodes.jsonl schema of
 :mod:`harness.records`). Every response's sampling seed is a pure function of the run seed and
-(env, env seed, sample, turn), so a record does not depend on which chunk or process produced it.
+(env, env seed, sample, turn), so a record does not depend on which chunk or process produced it. Each request
+names its episode (the job's key) and the agent hears when episodes end (``Agent.end_episodes``), so an agent
+may keep per-episode state between turns (the ``hf:`` agent keeps the history's keys/values).
 """
 
 from __future__ import annotations
