@@ -140,27 +140,19 @@ def generate_ids(
     distinct: dict[tuple[int, ...], int] = {}
     copy_of = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
     unique = list(distinct)
-    start: list[CachedPrefix | None] = [None] * len(unique)  # the cached prefix each distinct prompt starts from
-    for row, cached in enumerate(prefixes or ()):
-        if cached is not None and start[copy_of[row]] is None and cached.reusable(unique[copy_of[row]]) > 0:
-            start[copy_of[row]] = cached
     live = list(range(len(prompts)))  # original row of each batch row
     cache_kw = _cache_keyword(model)
     fresh = _growing_cache(model, max_new_tokens)
+    # the cached prefix each distinct prompt starts from and how many of its tokens it covers (only with the
+    # in-place plain cache: a sliding window would count the padded columns)
+    start: list[tuple[CachedPrefix, int] | None] = [None] * len(unique)
+    for row, cached in enumerate((prefixes or ()) if fresh is not None else ()):
+        if cached is not None and start[copy_of[row]] is None:
+            covered = cached.reusable(unique[copy_of[row]])
+            if covered > 0:
+                start[copy_of[row]] = (cached, covered)
     with torch.inference_mode():
-        if fresh is not None and any(start):  # (not for other caches: a sliding window counts padded columns)
-            output, mask, positions = _prefill_from(model, cache_kw, fresh, unique, start, pad_id, device)
-        else:
-            input_ids, mask = _left_pad(unique, pad_id, device)  # (U, T)
-            positions = (mask.cumsum(-1) - 1).clamp(min=0)
-            output = model(
-                input_ids=input_ids,
-                attention_mask=mask,
-                position_ids=positions,
-                use_cache=True,
-                logits_to_keep=1,
-                **({} if fresh is None else {cache_kw: fresh}),
-            )
+        output, mask, positions = _prefill(model, cache_kw, fresh, unique, start, pad_id, device)
         cache = _cache_of(output)
         logits = output.logits[:, -1, :]  # (U, V)
         next_pos = positions[:, -1] + 1  # (U,)
@@ -311,34 +303,33 @@ def _row_prefix(cache, b: int, row_mask, ids: tuple[int, ...]) -> CachedPrefix:
     return CachedPrefix(ids, layers)
 
 
-def _prefill_from(model, cache_kw, cache, prompts, start, pad_id, device):
-    """The prefill forward when some prompts start from cached keys/values.
+def _prefill(model, cache_kw, cache, prompts, start, pad_id, device):
+    """The prefill forward of the distinct ``prompts``, some starting from cached keys/values (``start[u]`` is
+    ``(CachedPrefix, r_u)`` or None); returns the output, the 2D attention mask and the position ids.
 
     Row ``u`` lays out as ``[pad | its r_u cached positions | pad | its s_u new tokens]``: the cache holds the
     cached part right-aligned in ``max r`` columns, the input the new tokens right-aligned in ``max s``
-    columns, and the 2D attention mask is 1 on real positions only (position ids count real positions, so
-    they are the same as in a plain left-padded prefill). A row without a cached prefix has r_u = 0.
+    columns, and the mask is 1 on real positions only (position ids count real positions, so they are the
+    same as in a plain left-padded prefill, which is the case max r = 0). ``cache`` None: the model's own.
     """
     import torch
 
-    reuse = [0 if c is None else c.reusable(p) for p, c in zip(prompts, start)]
+    reuse = [0 if s is None else s[1] for s in start]
     width_c = max(reuse)
-    layers = next(c for c in start if c is not None).layers
-    data = []
-    for layer, (k0, v0) in enumerate(layers):
-        keys = k0.new_zeros((len(prompts), k0.shape[0], width_c, k0.shape[2]))
-        values = v0.new_zeros((len(prompts), v0.shape[0], width_c, v0.shape[2]))
-        for u, (cached, r) in enumerate(zip(start, reuse)):
-            if r:
-                keys[u, :, width_c - r :] = cached.layers[layer][0][:, :r]
-                values[u, :, width_c - r :] = cached.layers[layer][1][:, :r]
-        data.append((keys.to(device), values.to(device)))
     suffix_ids, suffix_mask = _left_pad([p[r:] for p, r in zip(prompts, reuse)], pad_id, device)  # (U, S)
-    if len(data) != len(cache.layers):
-        raise ValueError(f"the cached prefixes have {len(data)} layers, the model {len(cache.layers)}")
-    for layer, (keys, values) in zip(cache.layers, data):
-        layer.reserve += suffix_ids.shape[1]  # the suffix comes next, then the token budget
-        layer.update(keys, values)
+    if width_c:
+        layers = next(s for s in start if s is not None)[0].layers
+        if len(layers) != len(cache.layers):
+            raise ValueError(f"the cached prefixes have {len(layers)} layers, the model {len(cache.layers)}")
+        for index, (layer, (k0, v0)) in enumerate(zip(cache.layers, layers)):
+            keys = k0.new_zeros((len(prompts), k0.shape[0], width_c, k0.shape[2]))
+            values = v0.new_zeros((len(prompts), v0.shape[0], width_c, v0.shape[2]))
+            for u, (s, r) in enumerate(zip(start, reuse)):
+                if r:
+                    keys[u, :, width_c - r :] = s[0].layers[index][0][:, :r]
+                    values[u, :, width_c - r :] = s[0].layers[index][1][:, :r]
+            layer.reserve += suffix_ids.shape[1]  # the suffix comes next, then the token budget
+            layer.update(keys.to(device), values.to(device))
     head_mask = torch.zeros((len(prompts), width_c), dtype=torch.long)
     for u, r in enumerate(reuse):
         head_mask[u, width_c - r :] = 1
@@ -350,7 +341,7 @@ def _prefill_from(model, cache_kw, cache, prompts, start, pad_id, device):
         position_ids=positions,
         use_cache=True,
         logits_to_keep=1,
-        **{cache_kw: cache},
+        **({} if cache is None else {cache_kw: cache}),
     )
     return output, mask, positions
 
