@@ -10,6 +10,7 @@ import ast
 import marshal
 import math
 import secrets
+from fractions import Fraction
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,14 +98,18 @@ def parse_records(stdout: str, nonce: str, count: int) -> dict[int, tuple[str, s
 
 
 def matches(want: tuple, got_repr: str) -> bool:
-    """Does the candidate's encoded value (as its repr text) equal the expected encoding?"""
+    """Does the candidate's encoded value (as its repr text) equal the expected encoding?
+
+    Never raises: ``got_repr`` is whatever the candidate's process sent (it can rewrite the runner's encoder),
+    so any literal, of any size or type, compares as unequal rather than failing the host.
+    """
     try:
         got = ast.literal_eval(got_repr)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return False
     try:
         return _equal(want, got)
-    except (TypeError, ValueError, IndexError, RecursionError):
+    except Exception:  # noqa: BLE001 - a value we cannot compare is a wrong answer, never a host error
         return False
 
 
@@ -113,19 +118,41 @@ def _equal(want: Any, got: Any) -> bool:
         return False
     tag = want[0]
     if tag == "float" and got[0] in ("float", "int") and len(got) == 2:
-        a, b = float(want[1]), float(got[1])
-        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
+        return _close(float(want[1]), got)
     if got[0] != tag or len(got) != len(want):
         return False
     if tag in ("list", "set"):
-        return len(got[1]) == len(want[1]) and all(_equal(w, g) for w, g in zip(want[1], got[1]))
+        return (
+            type(got[1]) is tuple
+            and len(got[1]) == len(want[1])
+            and all(_equal(w, g) for w, g in zip(want[1], got[1]))
+        )
     if tag == "dict":
-        return len(got[1]) == len(want[1]) and all(
-            _equal(wk, gk) and _equal(wv, gv) for (wk, wv), (gk, gv) in zip(want[1], got[1])
+        return (
+            type(got[1]) is tuple
+            and len(got[1]) == len(want[1])
+            and all(
+                type(pair) is tuple and len(pair) == 2 and _equal(wk, pair[0]) and _equal(wv, pair[1])
+                for (wk, wv), pair in zip(want[1], got[1])
+            )
         )
     return (
         type(got[1:]) is type(want[1:]) and got[1:] == want[1:] and all(type(a) is type(b) for a, b in zip(got, want))
     )
+
+
+def _close(want: float, got: tuple) -> bool:
+    """``math.isclose`` (rel 1e-6, abs 1e-9) between an expected float and a returned float or int of any size."""
+    if got[0] == "float":
+        if type(got[1]) is not str:
+            return False
+        value = float(got[1])  # "1e999" is inf, "nan" is nan: both compare as floats do
+        return (math.isnan(want) and math.isnan(value)) or math.isclose(want, value, rel_tol=1e-6, abs_tol=1e-9)
+    if type(got[1]) is not int or not math.isfinite(want):
+        return False
+    # Exact rational arithmetic: an int far beyond the float range is simply far away, not an OverflowError.
+    diff = abs(Fraction(want) - got[1])
+    return diff <= max(Fraction(1e-6) * max(abs(Fraction(want)), abs(got[1])), Fraction(1e-9))
 
 
 def decode_value(payload: str) -> Any:
