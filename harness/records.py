@@ -141,30 +141,132 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+_INT = "an integer"
+_NUMBER = "a finite number"
+_STR = "a string"
+_BOOL = "true or false"
+_DICT = "an object"
+_LIST = "a list"
+_NONE = "null"
+
+RECORD_FIELDS: dict[str, tuple[bool, tuple[str, ...]]] = {
+    "agent": (True, (_STR,)),
+    "env_id": (True, (_STR,)),
+    "seed": (True, (_INT,)),
+    "sample": (True, (_INT,)),
+    "turns": (True, (_LIST,)),
+    "return": (True, (_NUMBER,)),
+    "success": (True, (_BOOL,)),
+    "num_turns": (True, (_INT,)),
+    "env_kwargs": (False, (_DICT,)),
+    "context_turns": (False, (_INT, _NONE)),
+    "instructions": (False, (_STR,)),
+    "initial_observation": (False, (_STR,)),
+    "reset_info": (False, (_DICT,)),
+}
+"""An episode line's fields: name -> (required, allowed kinds). Other fields are kept and not checked."""
+
+TURN_FIELDS: dict[str, tuple[bool, tuple[str, ...]]] = {
+    "turn": (True, (_INT,)),
+    "response": (True, (_STR,)),
+    "reward": (True, (_NUMBER,)),
+    "info": (True, (_DICT,)),
+    "user": (False, (_STR,)),
+    "prompt": (False, (_STR, _LIST)),  # format 1: the whole chat
+    "prefill": (False, (_STR, _NONE)),
+    "reasoning": (False, (_STR, _NONE)),
+    "observation": (False, (_STR,)),
+    "terminated": (False, (_BOOL,)),
+    "truncated": (False, (_BOOL,)),
+    "tokens": (False, (_INT, _NONE)),
+    "entropy_sum": (False, (_NUMBER, _NONE)),
+    "logprob_sum": (False, (_NUMBER, _NONE)),
+}
+
+
+def _is(kind: str, value: Any) -> bool:
+    if kind == _INT:
+        return type(value) is int  # not bool, not 3.0, not "3"
+    if kind == _NUMBER:
+        return type(value) in (int, float) and math.isfinite(value)
+    if kind == _STR:
+        return type(value) is str
+    if kind == _BOOL:
+        return type(value) is bool
+    if kind == _DICT:
+        return type(value) is dict
+    if kind == _LIST:
+        return type(value) is list
+    return value is None
+
+
+def _check_fields(value: Any, fields: dict[str, tuple[bool, tuple[str, ...]]], where: str) -> str | None:
+    if type(value) is not dict:
+        return f"{where or 'the line'} must be a JSON object, got {_shown(value)}"
+    for name, (required, kinds) in fields.items():
+        if name not in value:
+            if required:
+                return f"field {where}{name!r} is missing"
+            continue
+        if not any(_is(kind, value[name]) for kind in kinds):
+            return f"field {where}{name!r} must be {' or '.join(kinds)}, got {_shown(value[name])}"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, allow_nan=True) if not isinstance(value, (dict, list)) else type(value).__name__
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{text} ({'object' if isinstance(value, dict) else type(value).__name__})"
+
+
+def record_problem(record: Any) -> str | None:
+    """What makes ``record`` not an episode line (the field and what it must be), or None when it is one."""
+    problem = _check_fields(record, RECORD_FIELDS, "")
+    if problem:
+        return problem
+    if record["sample"] < 0:
+        return f"field 'sample' must be >= 0, got {record['sample']}"
+    for i, turn in enumerate(record["turns"]):
+        problem = _check_fields(turn, TURN_FIELDS, f"turns[{i}].")
+        if problem:
+            return problem
+    if record["num_turns"] != len(record["turns"]):
+        return f"field 'num_turns' is {record['num_turns']} but the line holds {len(record['turns'])} turns"
+    return None
+
+
 def read_episodes(path: Path) -> tuple[list[dict[str, Any]], int]:
     """The accepted episode records of an episodes.jsonl and the byte length they span.
 
-    A torn last line (no trailing newline, or unparseable) is not accepted; the returned length stops
-    before it so a resumed run can cut it off.
+    A torn last line (no trailing newline, or not JSON) is not accepted; the returned length stops before it
+    so a resumed run can cut it off. Every other line must be an episode record, types included
+    (:func:`record_problem`): a line that parses but does not fit (a seed of ``"3"`` or ``3.9``, a NaN return,
+    turns that are not a list) was not torn by a crash, so it raises :class:`RecordsCorrupt` naming the file,
+    the line and the field, rather than silently changing a resumed run's summary.
     """
     if not path.exists():
         return [], 0
     data = path.read_bytes()
-    records, seen, good_end, start = [], set(), 0, 0
+    records, seen, good_end, start, number = [], set(), 0, 0, 0
     while start < len(data):
         newline = data.find(b"\n", start)
         if newline < 0:
             break  # torn tail: no newline was ever written for it
+        number += 1
         line = data[start:newline]
         try:
             record = loads_line(line)
-            key = episode_key(record)
-        except (ValueError, KeyError, TypeError) as exc:
+        except ValueError as exc:
             if data[newline + 1 :].strip():
-                raise RecordsCorrupt(f"{path}: malformed line at byte {start} ({exc}); refusing to guess") from None
+                raise RecordsCorrupt(f"{path}: line {number}: malformed line ({exc}); refusing to guess") from None
             break  # a garbled last line counts as torn
+        problem = record_problem(record)
+        if problem:
+            raise RecordsCorrupt(f"{path}: line {number}: {problem}; refusing to resume from a line it cannot trust")
+        key = episode_key(record)
         if key in seen:
-            raise RecordsCorrupt(f"{path}: episode {key} is recorded twice (byte {start})")
+            raise RecordsCorrupt(f"{path}: line {number}: episode {key} is recorded twice")
         seen.add(key)
         records.append(record)
         start = good_end = newline + 1

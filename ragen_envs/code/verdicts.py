@@ -10,8 +10,8 @@ import ast
 import marshal
 import math
 import secrets
-from fractions import Fraction
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -123,9 +123,7 @@ def _equal(want: Any, got: Any) -> bool:
         return False
     if tag in ("list", "set"):
         return (
-            type(got[1]) is tuple
-            and len(got[1]) == len(want[1])
-            and all(_equal(w, g) for w, g in zip(want[1], got[1]))
+            type(got[1]) is tuple and len(got[1]) == len(want[1]) and all(_equal(w, g) for w, g in zip(want[1], got[1]))
         )
     if tag == "dict":
         return (

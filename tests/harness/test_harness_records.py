@@ -14,7 +14,10 @@ from harness.records import EpisodeWriter, dumps_line, jsonable, loads_line, rea
 
 def _record(**turn) -> dict:
     base = {"turn": 1, "response": "<think>ok</think><answer>Up</answer>", "reward": 0.1, "info": {}}
-    return {"agent": "random", "env_id": "ragen/Bandit-v0", "seed": 3, "sample": 0, "turns": [{**base, **turn}]}
+    return {
+        "agent": "random", "env_id": "ragen/Bandit-v0", "seed": 3, "sample": 0, "turns": [{**base, **turn}],
+        "return": 0.1, "success": False, "num_turns": 1,
+    }  # fmt: skip
 
 
 class Opaque:

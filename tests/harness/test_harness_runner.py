@@ -114,7 +114,8 @@ def test_resume_after_kill_9_is_lossless_and_drops_a_torn_line(tmp_path):
 
 def test_read_episodes_rejects_corruption_before_the_end(tmp_path):
     path = tmp_path / "episodes.jsonl"
-    line = json.dumps({"agent": "a", "env_id": "e", "seed": 0, "sample": 0}) + "\n"
+    record = {"agent": "a", "env_id": "e", "seed": 0, "sample": 0, "turns": [], "return": 0.0, "success": False}
+    line = json.dumps({**record, "num_turns": 0}) + "\n"
     path.write_text(line + "not json\n" + line.replace('"sample": 0', '"sample": 1'))
     with pytest.raises(RecordsCorrupt, match="malformed line"):
         read_episodes(path)
