@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 
 from harness.agents.registry import AgentOptions, available_agents
+from harness.threads import threads_argument
 from harness.config import (
     BASELINE_CONTEXT_TURNS,
     BASELINE_MAX_NEW_TOKENS,
@@ -44,8 +46,15 @@ def _context_turns(text: str) -> int | None:
     return value
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose mistakes are one ``harness: error: …`` line (exit 2), not a usage block."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"harness: error: {message} (usage: {self.prog} -h)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="harness", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="roll agents out and write a run folder")
@@ -68,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--mi-columns", type=int, default=None, help="score each reasoning under its own + C-1 random prompts (>= 2)"
     )
     run.add_argument("--workers", type=int, default=1, help="local worker processes")
+    run.add_argument(
+        "--threads",
+        type=threads_argument,
+        default=None,
+        help="torch CPU threads per LM agent process: N or 'auto' (the cores idle now); default 1, which never "
+        "loses badly when other jobs share the cores (see harness/threads.py)",
+    )
     run.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS", help="run on Ray")
     run.add_argument("--out", default="runs", help="parent folder of the run folder (default runs/)")
     run.add_argument("--run-id", help="run folder name (default <name>-<UTC time>)")
@@ -161,6 +177,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             progress=not args.quiet,
             parquet=args.parquet,
             plots=not args.no_plots,
+            threads=args.threads,
         )
     else:
         config = config_from_args(args)
@@ -174,6 +191,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             parquet=args.parquet,
             plots=not args.no_plots,
             argv=["harness", *argv],
+            threads=args.threads,
         )
     print(format_table(result.summary))
     print(f"\n{result.new_episodes} new episodes; files in {result.run_dir}/")

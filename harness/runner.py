@@ -10,6 +10,7 @@ episodes.jsonl: it appends each finished episode's line and flushes.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import platform
@@ -137,6 +138,17 @@ def check_env_versions(config: RunConfig, document: dict[str, Any]) -> None:
             raise ValueError(f"cannot resume: env {env_id} was {recorded}, is now {now.get(env_id)}")
 
 
+def with_threads(config: RunConfig, threads: int | str | None) -> RunConfig:
+    """``config`` whose agent options carry ``threads`` (validated here, resolved by each agent)."""
+    if threads is None:
+        return config
+    from harness.threads import resolve_threads
+
+    resolve_threads(threads)
+    options = dataclasses.replace(config.agent_options, extra={**config.agent_options.extra, "threads": threads})
+    return dataclasses.replace(config, agent_options=options)
+
+
 @dataclass
 class RunResult:
     run_dir: Path
@@ -159,8 +171,14 @@ def run(
     plots: bool = True,
     argv: Sequence[str] | None = None,
     stream: Any = None,
+    threads: int | str | None = None,
 ) -> RunResult:
-    """Roll out a run (or finish one with ``resume``), then write its summary and report."""
+    """Roll out a run (or finish one with ``resume``), then write its summary and report.
+
+    ``threads`` (an execution option like ``workers``: not in config.json's run, so a resume may change it):
+    torch threads of each LM agent, N or ``"auto"``; None leaves the agent options' own setting or
+    :data:`harness.threads.DEFAULT_THREADS`.
+    """
     from harness import report
 
     if workers < 1:
@@ -178,6 +196,8 @@ def run(
     else:
         if config is None:
             raise ValueError("run needs a config or resume=")
+    recorded_config, config = config, with_threads(config, threads)
+    if resume is None:
         if workers == 1 and ray_address is None:  # build agents first: a bad checkpoint leaves no empty run folder
             agents = {spec: make_agent(spec, config.agent_options) for spec in config.agents}
         out = Path(out)
@@ -185,7 +205,7 @@ def run(
         run_id = run_id or default_run_id(config, out)
         run_dir = out / run_id
         run_dir.mkdir(exist_ok=False)
-        write_json_atomic(run_dir / CONFIG, config_document(config, run_id, argv))
+        write_json_atomic(run_dir / CONFIG, config_document(recorded_config, run_id, argv))
 
     episodes_path = run_dir / EPISODES
     records, valid_length = read_episodes(episodes_path)

@@ -16,10 +16,10 @@ Scoring is teacher forcing under the same distribution; ``score_matrix`` (the MI
 under-every-context) runs each context once and reuses its KV cache for all texts.
 
 Device and dtype: ``device="auto"`` takes CUDA when available; ``dtype="auto"`` is bfloat16 on GPU and
-float32 on CPU. On CPU a model under 50M parameters generates single-threaded unless ``threads`` is set in
-``AgentOptions.extra`` (this sets torch's process-wide thread count); ``score_matrix`` runs with
-``extra["score_threads"]`` threads (default: every usable core up to 4; teacher forcing is large matrix products)
-and restores the count after. A local directory loads offline (``local_files_only``); a hub name needs
+float32 on CPU. On CPU the agent generates and scores with ``extra["threads"]`` torch threads (``harness run
+--threads``; default :data:`harness.threads.DEFAULT_THREADS`, one, for the reason given in :mod:`harness.threads`;
+this sets torch's process-wide count); ``extra["score_threads"]``, when given, overrides it for ``score_matrix``,
+which restores the generation count after. A local directory loads offline (``local_files_only``); a hub name needs
 network access.
 """
 
@@ -32,6 +32,7 @@ from typing import Any
 
 from harness.agents.base import Agent, Context, Generation, Request, Score
 from harness.agents.registry import AgentOptions
+from harness.threads import resolve_threads, torch_threads
 
 STOP = "</answer>"
 
@@ -45,10 +46,6 @@ def _import_llm():
             "the hf: agent needs torch and transformers: pip install torch==2.13.0 && pip install -e '.[llm]'"
         ) from error
     return torch, transformers
-
-
-SCORE_THREADS_MAX = 4
-"""Default cap on the torch threads ``score_matrix`` uses on CPU (see ``HFAgent._scoring_threads``)."""
 
 
 class HFAgent(Agent):
@@ -101,12 +98,7 @@ class HFAgent(Agent):
         )
         model.to(device).eval()
         if device == "cpu":
-            # Matrices of a small model are too small for intra-op threads to pay, and on a shared machine
-            # oversubscribed threads made the tiny model >10x slower (27 s vs 2 s for one batch here).
-            small = sum(p.numel() for p in model.parameters()) < 50_000_000
-            threads = options.extra.get("threads", 1 if small else None)
-            if threads is not None:
-                torch.set_num_threads(int(threads))
+            torch.set_num_threads(resolve_threads(options.extra.get("threads")))
         if tokenizer.chat_template is None:
             raise ValueError(f"{name_or_dir}: the tokenizer has no chat template; the hf: agent needs one")
         return cls(model, tokenizer, options, name=name_or_dir)
@@ -216,24 +208,14 @@ class HFAgent(Agent):
 
     @contextlib.contextmanager
     def _scoring_threads(self):
-        """Teacher forcing is large matrix products (unlike decoding's one-token steps): on CPU it runs with
-        ``extra["score_threads"]`` torch threads, then the generation setting is restored. Default: every core
-        this process may use, at most 4 (1.8x faster than one thread on 2 idle cores for the tiny model; a
-        3M-parameter model's products are too small to feed dozens of threads). On a box whose cores are busy
-        with other jobs, oversubscribed threads are slower (1.8x slower measured here): set ``score_threads`` to
-        1 there."""
-        import torch
-
+        """On CPU, teacher forcing runs with ``extra["score_threads"]`` (default: ``extra["threads"]``) torch
+        threads, then the generation count is restored."""
         if next(self.model.parameters()).device.type != "cpu":
             yield
             return
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        before = torch.get_num_threads()
-        torch.set_num_threads(int(self.options.extra.get("score_threads", min(cores, SCORE_THREADS_MAX))))
-        try:
+        extra = self.options.extra
+        with torch_threads(resolve_threads(extra.get("score_threads", extra.get("threads")))):
             yield
-        finally:
-            torch.set_num_threads(before)
 
     def describe(self) -> dict[str, Any]:
         return {
