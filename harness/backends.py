@@ -1,6 +1,6 @@
 """Where chunks run: in the parent (``workers=1``), in spawned local processes, or as Ray tasks.
 
-Every backend hands back episodes.jsonl lines through ``emit``; the parent is their only writer. Workers
+Every backend hands back episodes.jsonl lines through ``emit(agent_spec, lines)``; the parent is their only writer. Workers
 build their agent and env pool once per process (Ray reuses worker processes too).
 """
 
@@ -53,7 +53,7 @@ def execute_serial(config: RunConfig, chunks: list[list[Job]], agents: dict[str,
             agents[spec] = make_agent(spec, config.agent_options)
         agent = agents[spec]
         for record in rollout_chunk(agent, config, chunk, pool):
-            emit([dumps_line(record)])
+            emit(spec, [dumps_line(record)])
 
 
 def execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, emit: Callable) -> None:
@@ -64,11 +64,12 @@ def execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, 
     # spawn, not fork: a forked torch (or a forked thread pool) can deadlock, and spawn is what Ray does too.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_single_thread_worker) as executor:
-        pending = {executor.submit(run_chunk_lines, config_json, [j.key for j in chunk]) for chunk in chunks}
+        agent_of = {executor.submit(run_chunk_lines, config_json, [j.key for j in c]): c[0].agent for c in chunks}
+        pending = set(agent_of)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                emit(future.result())
+                emit(agent_of[future], future.result())
 
 
 def execute_ray(config: RunConfig, chunks: list[list[Job]], address: str, workers: int, emit: Callable) -> None:
@@ -85,11 +86,12 @@ def execute_ray(config: RunConfig, chunks: list[list[Job]], address: str, worker
     try:
         remote = ray.remote(num_cpus=1)(run_chunk_lines)
         config_ref = ray.put(json.dumps(config.to_json()))
-        pending = [remote.remote(config_ref, [j.key for j in chunk]) for chunk in chunks]
+        agent_of = {remote.remote(config_ref, [j.key for j in c]): c[0].agent for c in chunks}
+        pending = list(agent_of)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             for ref in done:
-                emit(ray.get(ref))
+                emit(agent_of[ref], ray.get(ref))
     finally:
         if started:
             ray.shutdown()

@@ -28,6 +28,7 @@ from harness.config import (
     PRESETS,
     EnvPlan,
     RunConfig,
+    available_plans,
     baseline_plan,
     preset_config,
     resolve_env_id,
@@ -161,7 +162,13 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                 args.seed_start,
             )
         )
-    return RunConfig(agents=tuple(agents), envs=tuple(plans), preset=preset, **common)
+    kept, skipped = available_plans(plans)
+    if skipped and env_names:  # asked for by name: an error, not a skip
+        env_id, reason = next(iter(skipped.items()))
+        raise ValueError(f"{env_id} cannot run on this machine: {reason}")
+    for env_id, reason in skipped.items():
+        print(f"harness: skipping {env_id}: {reason}", file=sys.stderr)
+    return RunConfig(agents=tuple(agents), envs=kept, preset=preset, skipped_envs=skipped, **common)
 
 
 def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:

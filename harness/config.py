@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,9 @@ class RunConfig:
     uniformly drawn prompts of the batch instead of all of them (cost ~ mi_columns/N of the full matrix; see
     ``harness.metrics.collapse_metrics(scored=...)``). None: every column, the exact estimator."""
     preset: str | None = None
+    skipped_envs: dict[str, str] = field(default_factory=dict)
+    """Envs the run would have had (a preset's, or every registered one) that cannot be built on this machine,
+    each with the reason and what to install (``available_plans``); the report lists them."""
 
     def __post_init__(self) -> None:
         if not self.agents:
@@ -96,6 +100,28 @@ class RunConfig:
     @property
     def total_episodes(self) -> int:
         return len(self.agents) * sum(plan.episodes * plan.samples for plan in self.envs)
+
+
+def available_plans(plans: Sequence[EnvPlan]) -> tuple[tuple[EnvPlan, ...], dict[str, str]]:
+    """The plans whose env can be built here, and for each other env why not.
+
+    "Cannot be built" is a missing system facility: CodeExec without a secure code sandbox
+    (``SandboxUnavailable``, whose message says what to install). Any other construction error is a bug or a
+    bad argument and propagates.
+    """
+    import gymnasium as gym
+
+    from ragen_envs.sandbox import SandboxUnavailable as EnvUnavailable
+
+    kept, skipped = [], {}
+    for plan in plans:
+        try:
+            gym.make(plan.env_id, **plan.kwargs).close()
+        except EnvUnavailable as exc:
+            skipped[plan.env_id] = str(exc)
+        else:
+            kept.append(plan)
+    return tuple(kept), skipped
 
 
 def resolve_env_id(name: str) -> str:

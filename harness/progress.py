@@ -1,52 +1,88 @@
-"""A dependency-free progress bar on stderr: redrawn in place on a terminal, a line per 10% otherwise."""
+"""Progress on stderr: one ``tqdm`` bar per agent, so each ETA comes from that agent's own rate.
+
+A run's agents differ in speed by orders of magnitude (a scripted agent finishes an episode in microseconds, an
+LM in seconds); one bar over all of them averaged those rates and its ETA was wrong by minutes. Each bar's clock
+starts at its agent's first finished work (in the parent, agents run one after another), so its rate and ETA
+are that agent's own. On a terminal the bars redraw in place; into a file or pipe each agent gets a plain line
+every ``FILE_INTERVAL_S`` seconds and one when it finishes (no cursor movements in logs).
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TextIO
+
+FILE_INTERVAL_S = 10.0
+"""Seconds between an agent's lines when stderr is not a terminal."""
+
+BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}{unit} [{elapsed}<{remaining}, {rate_fmt}]"
 
 
 class Progress:
-    """``Progress(total)``; ``advance(n)`` after each batch of finished episodes; ``close()`` at the end."""
+    """``Progress({"random": 32, "tiny": 32})``; ``advance("tiny", n)`` after finished work; ``close()`` at the end.
 
-    def __init__(self, total: int, *, initial: int = 0, enabled: bool = True, stream: TextIO, label: str = "episodes"):
-        self.total, self.done, self.label, self.stream = total, initial, label, stream
-        self.enabled = enabled and total > 0
-        self._start = time.perf_counter()
-        self._initial = initial
-        self._last_draw = 0.0
+    ``initial`` (same keys, optional) counts work already done (a resumed run): it is shown, not timed.
+    """
+
+    def __init__(
+        self,
+        totals: Mapping[str, int],
+        *,
+        initial: Mapping[str, int] | None = None,
+        enabled: bool = True,
+        stream: TextIO,
+        unit: str = "episodes",
+    ) -> None:
+        self.totals = dict(totals)
+        self.done = {name: (initial or {}).get(name, 0) for name in totals}
+        self._initial = dict(self.done)
+        self.stream, self.unit = stream, f" {unit}"
+        self.enabled = enabled and any(totals.values())
         self._tty = bool(getattr(stream, "isatty", lambda: False)())
-        self._next_decile = (10 * initial // max(total, 1) + 1) if total else 11
+        self._width = max((len(name) for name in totals), default=0)
+        self._started: dict[str, float] = {}
+        self._last_line: dict[str, float] = {}
+        self._bars: dict = {}
+        if self.enabled and self._tty:
+            from tqdm import tqdm
 
-    def advance(self, n: int = 1) -> None:
-        self.done += n
+            for position, (name, total) in enumerate(totals.items()):
+                self._bars[name] = tqdm(
+                    total=total, initial=self.done[name], desc=name.ljust(self._width), unit=self.unit,
+                    bar_format=BAR_FORMAT, file=stream, position=position, leave=True, dynamic_ncols=True,
+                )  # fmt: skip
+
+    def advance(self, name: str, n: int = 1) -> None:
+        self.done[name] += n
         if not self.enabled:
             return
         now = time.perf_counter()
-        if self._tty:
-            if now - self._last_draw >= 0.1 or self.done >= self.total:
-                self._last_draw = now
-                self.stream.write("\r" + self.line(now))
-                self.stream.flush()
-        elif 10 * self.done >= self._next_decile * self.total:
-            self._next_decile = 10 * self.done // self.total + 1
-            self.stream.write(self.line(now) + "\n")
+        if name not in self._started:  # the agent's clock starts with its first work, not with the run
+            self._started[name] = self._last_line[name] = now - 1e-3
+            bar = self._bars.get(name)
+            if bar is not None:
+                bar.start_t = bar.last_print_t = bar._time() - 1e-3
+        bar = self._bars.get(name)
+        if bar is not None:
+            bar.update(n)
+        elif self.done[name] >= self.totals[name] or now - self._last_line.get(name, 0.0) >= FILE_INTERVAL_S:
+            self._last_line[name] = now
+            self.stream.write(self.line(name, now) + "\n")
             self.stream.flush()
 
-    def line(self, now: float | None = None) -> str:
-        elapsed = (now or time.perf_counter()) - self._start
-        fresh = self.done - self._initial
-        rate = fresh / elapsed if elapsed > 0 else 0.0
-        left = (self.total - self.done) / rate if rate > 0 else float("nan")
-        width = 30
-        filled = int(width * self.done / self.total) if self.total else width
-        eta = f"eta {left:5.0f}s" if left == left else "eta     ?"
-        return (
-            f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {self.label} "
-            f"{rate:7.1f}/s {eta} {elapsed:6.1f}s"
-        )
+    def line(self, name: str, now: float | None = None) -> str:
+        """The agent's bar as one line of text (the file form)."""
+        from tqdm import tqdm
+
+        elapsed = (now or time.perf_counter()) - self._started.get(name, now or time.perf_counter())
+        fresh = self.done[name] - self._initial[name]
+        return tqdm.format_meter(
+            self.done[name], self.totals[name], elapsed, ncols=100, prefix=name.ljust(self._width), ascii=True,
+            unit=self.unit, bar_format=BAR_FORMAT, rate=fresh / elapsed if elapsed > 0 and fresh else None,
+        )  # fmt: skip
 
     def close(self) -> None:
-        if self.enabled and self._tty:
-            self.stream.write("\n")
-            self.stream.flush()
+        for bar in self._bars.values():
+            bar.close()
+        self._bars = {}

@@ -57,7 +57,7 @@ def summarize(
 ) -> dict[str, Any]:
     """The summary document of a run's records (agents are built on demand for MI scoring).
 
-    ``progress`` (a :class:`harness.progress.Progress`) advances once per (agent, env) row; ``timings`` gets
+    ``progress`` (a :class:`harness.progress.Progress` keyed by agent) advances once per (agent, env) row; ``timings`` gets
     ``"mi_s"``, the seconds spent on the MI family (kept out of the summary, which must not depend on speed).
     """
     grouped: dict[tuple[str, str], list[dict]] = defaultdict(list)
@@ -84,7 +84,7 @@ def summarize(
             if timings is not None:
                 timings["mi_s"] = timings.get("mi_s", 0.0) + time.perf_counter() - started
             if progress is not None:
-                progress.advance(1)
+                progress.advance(spec, 1)
             for scheme, result in collapse.items():
                 for key in MI_KEYS:
                     name = f"{scheme}/{key}"
@@ -106,6 +106,7 @@ def summarize(
         "format_version": 1,
         "run_id": run_id,
         "rows": rows,
+        "skipped_envs": dict(config.skipped_envs),
         "definitions": {name: text for name, (text, _) in m.METRICS.items()},
     }
 
@@ -175,6 +176,10 @@ def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
         "",
         _markdown_table(header, table_rows(summary)),
     ]
+    skipped = summary.get("skipped_envs") or {}
+    if skipped:
+        parts += ["", "## Skipped envs", "", "Not run on this machine (the rows above do not include them):", ""]
+        parts += [f"- `{env_id}`: {reason}" for env_id, reason in skipped.items()]
     for scheme in SCHEMES:
         keys = ("mi_estimate", "cond_entropy_estimate", "reasoning_entropy_estimate", "retrieval_accuracy")
         keys += ("retrieval_accuracy@2", "retrieval_chance", "mi_zscore", "mi_estimate_seq", "mi_zscore_seq")

@@ -215,13 +215,18 @@ def run(
     if unexpected:
         raise ValueError(f"{episodes_path} holds episodes this run does not plan, e.g. {sorted(unexpected)[0]}")
     chunks = chunk_jobs(jobs, config.batch_size)
-    bar = Progress(config.total_episodes, initial=len(done), enabled=progress, stream=stream or sys.stderr)
+    per_agent = sum(plan.episodes * plan.samples for plan in config.envs)
+    finished = {spec: 0 for spec in config.agents}
+    for key in done:
+        finished[key[0]] += 1
+    bar = Progress(dict.fromkeys(config.agents, per_agent), initial=finished, enabled=progress,
+                   stream=stream or sys.stderr)  # fmt: skip
     with EpisodeWriter(episodes_path, valid_length) as writer:
 
-        def emit(lines: list[bytes]) -> None:
+        def emit(agent: str, lines: list[bytes]) -> None:
             for line in lines:
                 writer.write_line(line)
-            bar.advance(len(lines))
+            bar.advance(agent, len(lines))
 
         if not chunks:
             pass
@@ -238,9 +243,8 @@ def run(
     if missing:
         raise RuntimeError(f"{len(missing)} planned episodes are missing from {episodes_path}, e.g. {min(missing)}")
     try:
-        rows = len(config.agents) * len(config.envs)
-        scoring = Progress(rows, enabled=progress and config.mi_samples > 0, stream=stream or sys.stderr,
-                           label="MI batches (agent x env)")  # fmt: skip
+        scoring = Progress(dict.fromkeys(config.agents, len(config.envs)), enabled=progress and config.mi_samples > 0,
+                           stream=stream or sys.stderr, unit="envs scored (MI)")  # fmt: skip
         timings: dict[str, float] = {}
         summary = report.summarize(config, records, agents, run_id=run_dir.name, progress=scoring, timings=timings)
         scoring.close()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-step set-up on a fresh Debian 12 / Python 3.11 machine (no GPU, package registries only), into a
 # virtual environment (.venv, or $RAGEN_VENV) so nothing depends on what else the machine's Python holds.
-#   bash scripts/install.sh          # the package with the CPU LM stack, Ray and reporting
+#   bash scripts/install.sh          # bubblewrap (apt) and the package with the CPU LM stack, Ray and reporting
 #   bash scripts/install.sh --test   # the same plus the system packages and tools the test suite needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,18 +11,27 @@ PY="$VENV/bin/python"
 with_tests=0
 [ "${1:-}" = "--test" ] && with_tests=1
 
-if [ "$with_tests" = 1 ] && command -v apt-get >/dev/null; then
-  # bubblewrap: code sandbox; docker.io: the Docker sandbox backend (tests start a private daemon);
-  # chromium: browser tests of the web shop and the leaderboard site.
+# bubblewrap: the code sandbox of ragen/CodeExec (part of the product, so every install gets it where apt is
+# available; without it `harness run` skips CodeExec and says so). With --test also docker.io (the Docker
+# sandbox backend; tests start a private daemon) and chromium (browser tests of the web shop and the site).
+system=(bubblewrap)
+[ "$with_tests" = 1 ] && system+=(docker.io chromium)
+if command -v apt-get >/dev/null; then
   need=()
-  for pkg in bubblewrap docker.io chromium; do
+  for pkg in "${system[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if [ ${#need[@]} -gt 0 ]; then
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    if [ -n "$SUDO" ] && ! command -v sudo >/dev/null; then
+      echo "install.sh: not root and no sudo: install ${need[*]} yourself (apt-get install ${need[*]})" >&2
+    else
+      $SUDO apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    fi
   fi
+else
+  echo "install.sh: no apt-get here: install ${system[*]} with your package manager" >&2
 fi
 
 # torch first and pinned: unpinned, pip resolves a multi-GB CUDA build.
