@@ -13,10 +13,13 @@ import datetime as dt
 import html
 import io
 import math
+import re
+import unicodedata
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from leaderboard.schema import bounded_number
 from leaderboard.store import DEFAULT_STORE, load_entries
 from leaderboard.suite import OFFICIAL, Suite, check_split
 
@@ -25,8 +28,22 @@ COLLAPSE_KEYS = ("mi_estimate", "retrieval_accuracy", "token_entropy")
 
 # ---- rows: one per submission, with the numbers the pages show ---------------------------------------------
 def _mean(values: list[float | None]) -> float | None:
-    present = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
-    return math.fsum(present) / len(present) if present else None
+    present = [v for v in values if _finite(v) is not None]
+    try:
+        return math.fsum(present) / len(present) if present else None
+    except OverflowError:  # only a hand-edited store could hold such values; show nothing rather than fail
+        return None
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number, else None: the store is read, never trusted."""
+    if type(value) not in (int, float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond the float range
+        return None
+    return number if math.isfinite(number) else None
 
 
 def collapse_source(entry: dict[str, Any]) -> str:
@@ -39,7 +56,8 @@ def _collapse(entry: dict[str, Any], env_id: str) -> dict[str, float | None]:
         source = (entry.get("reproduction") or {}).get("envs", {}).get(env_id, {})
     else:
         source = entry.get("self_reported", {}).get(env_id, {})
-    return {key: source.get(key) for key in COLLAPSE_KEYS}
+    source = source if isinstance(source, dict) else {}
+    return {key: bounded_number(key, source.get(key)) for key in COLLAPSE_KEYS}
 
 
 def rows_for(entries: list[dict[str, Any]], suite: Suite) -> list[dict[str, Any]]:
@@ -47,9 +65,15 @@ def rows_for(entries: list[dict[str, Any]], suite: Suite) -> list[dict[str, Any]
     rows = []
     for entry in entries:
         meta = entry.get("metadata", {})
+        meta = {k: v if isinstance(v, str) else str(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
         envs = {}
         for env_id in suite.env_ids:
-            numbers = dict(entry.get("envs", {}).get(env_id, {}))
+            stored = entry.get("envs", {}).get(env_id, {})
+            numbers = {k: _finite(v) for k, v in (stored.items() if isinstance(stored, dict) else ())}
+            for key in ("success_rate", "success_se"):  # fractions: anything else is not a verified number
+                if numbers.get(key) is not None and not 0.0 <= numbers[key] <= 1.0:
+                    numbers[key] = None
+            numbers["episodes"] = int(numbers.get("episodes") or 0)
             numbers.update(_collapse(entry, env_id))
             envs[env_id] = numbers
         overall = {key: _mean([envs[e].get(key) for e in suite.env_ids]) for key in ("success_rate", *COLLAPSE_KEYS)}
@@ -74,10 +98,18 @@ def _num(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _plain(text: Any) -> str:
+    """Submitter text with every control, line-break and invisible format character (CR, bidi overrides,
+    zero-width marks) shown as U+FFFD: verify refuses them in new metadata, and no output format may carry one
+    that an older or hand-edited entry holds."""
+    return "".join("\ufffd" if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch for ch in str(text))
+
+
 def _sort(value: Any) -> str:
     if value is None:
         return ""
-    return repr(float(value)) if isinstance(value, (int, float)) else html.escape(str(value), quote=True)
+    number = _finite(value)
+    return repr(number) if number is not None else html.escape(_plain(value), quote=True)
 
 
 def _badges(row: dict[str, Any]) -> str:
@@ -89,8 +121,8 @@ def _badges(row: dict[str, Any]) -> str:
 def _weights_html(meta: dict[str, Any]) -> str:
     weights = str(meta.get("weights", ""))
     if weights.startswith(("https://", "http://")):
-        return f'<a href="{html.escape(weights, quote=True)}" rel="nofollow noopener">open</a>'
-    return html.escape(weights or "—")
+        return f'<a href="{html.escape(_plain(weights), quote=True)}" rel="nofollow noopener">open</a>'
+    return html.escape(_plain(weights) or "—")
 
 
 def _report_link(row: dict[str, Any]) -> str:
@@ -107,7 +139,7 @@ def _th(label: str, numeric: bool = False) -> str:
 def _td(text: str, sort: Any = None, numeric: bool = False, raw: bool = False) -> str:
     cls = ' class="num"' if numeric else ""
     data = f' data-sort="{_sort(sort)}"' if sort is not None or numeric else ""
-    return f"<td{cls}{data}>{text if raw else html.escape(text)}</td>"
+    return f"<td{cls}{data}>{text if raw else html.escape(_plain(text))}</td>"
 
 
 def _success_cell(numbers: dict[str, Any]) -> str:
@@ -208,13 +240,13 @@ def scatter_svg(rows: list[dict[str, Any]], width: int = 640, height: int = 400)
     )
     for mi, success, row in points:
         label = html.escape(
-            f"{row['meta'].get('model_name', '')}: success {100 * success:.1f}%, MI {mi:.3f} ({row['source']})"
+            f"{_plain(row['meta'].get('model_name', ''))}: success {100 * success:.1f}%, MI {mi:.3f} ({row['source']})"
         )
         cls = "reproduced" if row["reproduced"] else "self"
         parts.append(
             f'<circle class="{cls}" cx="{sx(mi):.1f}" cy="{sy(success):.1f}" r="6"><title>{label}</title></circle>'
         )
-        name = str(row["meta"].get("model_name", ""))
+        name = _plain(row["meta"].get("model_name", ""))
         name = html.escape(name if len(name) <= 24 else name[:23] + "…")
         anchor, dx = ("end", -9) if sx(mi) > left + plot_w * 0.7 else ("start", 9)
         parts.append(
@@ -244,14 +276,22 @@ def render_html(rows: list[dict[str, Any]], suite: Suite, split: str, built: str
     return page.replace("<!--CONTENT-->", "\n".join(content))
 
 
+_MD_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
 def _md(text: Any) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+    """Submitter text as literal Markdown: every ASCII punctuation character backslash-escaped (CommonMark lets
+    any be), so no link, image, autolink (``https\\://``, ``www\\.``), emphasis, HTML or table cell break
+    can form; controls and bidi overrides as U+FFFD (:func:`_plain`)."""
+    return _MD_PUNCTUATION.sub(r"\\\1", _plain(text))
 
 
 def render_markdown(rows: list[dict[str, Any]], suite: Suite, split: str, built: str) -> str:
     lines = ["# ragen-envs leaderboard", "",
-             f"Suite `{suite.label}` ({split} split), built {built}. Success rates are replay-verified; MI and token "
-             "entropy are self-reported unless marked reproduced.", "", "## Overall", ""]  # fmt: skip
+             f"Suite `{suite.label}` ({split} split), built {built}. *Verified* means the episodes replay, not that "
+             "this model produced them (a submitter may have kept the best of several samples per seed). MI and token "
+             "entropy are self-reported unless marked *reproduced*: a maintainer re-ran the model on the split and its "
+             "success agreed on every env.", "", "## Overall", ""]  # fmt: skip
     envs = [env_id.removeprefix("ragen/") for env_id in suite.env_ids]
     lines.append("| Rank | Model | Org | Params | Overall success | " + " | ".join(envs) + " | MI | Status | Date |")
     lines.append("|---:|---|---|---|---:|" + "---:|" * len(envs) + "---:|---|---|")
@@ -285,6 +325,8 @@ CSV_COLUMNS = ("rank", "submission", "model_name", "org", "parameters", "weights
 
 
 def _csv_safe(value: Any) -> Any:
+    if isinstance(value, str):
+        value = _plain(value)
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + value  # a spreadsheet would run it as a formula
     return "" if value is None else value
@@ -344,6 +386,6 @@ def build(
         if report.is_file():
             text = report.read_text(errors="replace")
             (out / "reports" / f"{entry['id']}.md").write_text(text)
-            title = f"{entry.get('metadata', {}).get('model_name', entry['id'])} — report"
+            title = _plain(f"{entry.get('metadata', {}).get('model_name', entry['id'])} — report")
             (out / "reports" / f"{entry['id']}.html").write_text(_report_page(title, text))
     return paths

@@ -108,41 +108,87 @@ def read_archive(path: str | Path, limits: Limits | None = None) -> dict[str, by
         raise ArchiveError(f"cannot read {path}: {exc.strerror or exc}") from None
     if size > limits.max_archive_bytes:
         raise ArchiveError(f"archive is {size:,} bytes, over the {limits.max_archive_bytes:,}-byte limit")
+    stream = _gunzip_one_member(path, limits.max_total_bytes)
     members: dict[str, bytes] = {}
     total_declared = 0
     try:
-        with path.open("rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
-            capped = io.BufferedReader(_CappedReader(unzipped, limits.max_total_bytes), buffer_size=1 << 16)
-            with tarfile.open(fileobj=capped, mode="r|") as tar:
-                for member in tar:
-                    if len(members) >= limits.max_members:
-                        raise ArchiveError(f"archive has more than {limits.max_members} members (limit)")
-                    _check_name(member.name)
-                    _check_kind(member)
-                    if member.name in members:
-                        raise ArchiveError(f"archive member {member.name!r} appears twice")
-                    if member.size > limits.max_member_bytes:
-                        raise ArchiveError(
-                            f"archive member {member.name!r} is {member.size:,} bytes, over the "
-                            f"{limits.max_member_bytes:,}-byte limit"
-                        )
-                    total_declared += member.size
-                    if total_declared > limits.max_total_bytes:
-                        raise ArchiveError(
-                            f"archive decompresses to more than {limits.max_total_bytes:,} bytes (limit); refusing it"
-                        )
-                    handle = tar.extractfile(member)
-                    data = handle.read() if handle is not None else b""
-                    if len(data) != member.size:
-                        raise ArchiveError(f"archive is truncated inside member {member.name!r}")
-                    members[member.name] = data
+        with tarfile.open(fileobj=io.BytesIO(stream), mode="r:") as tar:
+            for member in tar:
+                if len(members) >= limits.max_members:
+                    raise ArchiveError(f"archive has more than {limits.max_members} members (limit)")
+                _check_name(member.name)
+                _check_kind(member)
+                if member.name in members:
+                    raise ArchiveError(f"archive member {member.name!r} appears twice")
+                if member.size > limits.max_member_bytes:
+                    raise ArchiveError(
+                        f"archive member {member.name!r} is {member.size:,} bytes, over the "
+                        f"{limits.max_member_bytes:,}-byte limit"
+                    )
+                total_declared += member.size
+                if total_declared > limits.max_total_bytes:
+                    raise ArchiveError(
+                        f"archive decompresses to more than {limits.max_total_bytes:,} bytes (limit); refusing it"
+                    )
+                handle = tar.extractfile(member)
+                data = handle.read() if handle is not None else b""
+                if len(data) != member.size:
+                    raise ArchiveError(f"archive is truncated inside member {member.name!r}")
+                members[member.name] = data
+            end = tar.offset
     except ArchiveError:
         raise
-    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
+    except (tarfile.TarError, EOFError, OSError) as exc:
         raise ArchiveError(f"archive is truncated or corrupt ({type(exc).__name__}: {exc})") from None
+    _check_tar_end(stream, end)
     if not members:
         raise ArchiveError("archive is empty")
     return members
+
+
+def _gunzip_one_member(path: Path, cap: int) -> bytes:
+    """The decompressed bytes of ``path``, which must be exactly one gzip member and nothing after it.
+
+    ``gzip``/``tar -xzf`` read concatenated members as one stream and ignore trailing bytes; an archive that
+    carried a second member or trailing data could show ``tar`` other files than the ones verified here.
+    """
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip framing, one member
+    parts, total = [], 0
+    try:
+        with path.open("rb") as raw:
+            while chunk := raw.read(1 << 20):
+                if inflater.eof:
+                    raise ArchiveError("archive has data after the end of its gzip stream (a second member or "
+                                       "trailing bytes); refusing it")  # fmt: skip
+                pending = chunk
+                while pending and not inflater.eof:
+                    out = inflater.decompress(pending, cap + 1 - total)
+                    total += len(out)
+                    if total > cap:
+                        raise ArchiveError(f"archive decompresses to more than {cap:,} bytes (limit); refusing it")
+                    parts.append(out)
+                    pending = inflater.unconsumed_tail
+                if inflater.eof and (inflater.unused_data or pending):
+                    raise ArchiveError("archive has data after the end of its gzip stream (a second member or "
+                                       "trailing bytes); refusing it")  # fmt: skip
+    except zlib.error as exc:
+        raise ArchiveError(f"archive is truncated or corrupt (not a valid gzip stream: {exc})") from None
+    except OSError as exc:
+        raise ArchiveError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not inflater.eof:
+        raise ArchiveError("archive is truncated or corrupt (the gzip stream does not end)")
+    return b"".join(parts)
+
+
+def _check_tar_end(stream: bytes, end: int) -> None:
+    """After the last member: the end-of-archive marker (two zero blocks) and only zero padding, to the end."""
+    tail = memoryview(stream)[end:]
+    if len(tail) < 2 * tarfile.BLOCKSIZE or len(tail) % tarfile.BLOCKSIZE:
+        raise ArchiveError("archive's tar stream does not end with an end-of-archive marker where the file ends")
+    if tail.tobytes().strip(b"\0"):
+        raise ArchiveError(
+            "archive has data after its tar end-of-archive marker (another tar stream or hidden members); refusing it"
+        )
 
 
 def _tar_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:

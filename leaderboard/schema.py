@@ -18,7 +18,9 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 import re
+import unicodedata
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -29,6 +31,56 @@ METADATA = "metadata.json"
 RUN_FILES_REQUIRED = ("config.json", "episodes.jsonl", "summary.json")
 RUN_FILES_OPTIONAL = ("summary.csv", "report.md")
 _PLOT = re.compile(r"^(plots/)?[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}\.png$")
+
+
+SELF_REPORTED_BOUNDS = {
+    "mi_estimate": (-100.0, 100.0),
+    "retrieval_accuracy": (0.0, 1.0),
+    "retrieval_chance": (0.0, 1.0),
+    "mi_zscore": (-1e6, 1e6),
+    "token_entropy": (0.0, 100.0),
+}
+"""The range a self-reported collapse metric may take (site name -> inclusive bounds). An MI estimate is at
+most log(#inputs) nats and a token entropy at most log(vocabulary) nats, both far below 100; accuracies are
+fractions. A value outside (or NaN, infinite, not a number) is refused at verify time."""
+
+
+def self_reported_problem(site_name: str, value: Any) -> str | None:
+    """Why ``value`` cannot be a self-reported ``site_name``, or None (None itself means "not available")."""
+    if value is None:
+        return None
+    if type(value) not in (int, float):
+        return f"must be a number or null, got {type(value).__name__}"
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int beyond the float range
+        finite = False
+    if not finite:
+        return f"must be finite, got {str(value)[:30]}"
+    low, high = SELF_REPORTED_BOUNDS[site_name]
+    if not low <= value <= high:
+        return f"must lie in [{low:g}, {high:g}], got {value!r}"
+    return None
+
+
+def bounded_number(site_name: str, value: Any) -> float | None:
+    """``value`` as a float when it is a valid self-reported ``site_name``, else None (what the site shows)."""
+    return None if value is None or self_reported_problem(site_name, value) else float(value)
+
+
+_BIDI_AND_INVISIBLE = {"Cf", "Cc", "Zl", "Zp"}
+
+
+def text_problem(value: str, *, multiline: bool = False) -> str | None:
+    """Why submitter text may not be shown as is: control characters (CR included; LF only in multi-line text),
+    bidi overrides and other invisible format characters (Unicode Cf), which would reorder or hide what the
+    leaderboard shows. None when the text is fine."""
+    for ch in value:
+        if ch == "\n" and multiline:
+            continue
+        if unicodedata.category(ch) in _BIDI_AND_INVISIBLE:
+            return f"contains the control or invisible format character U+{ord(ch):04X} ({unicodedata.name(ch, 'unnamed')})"
+    return None
 
 
 def allowed_member(name: str) -> bool:
@@ -79,6 +131,9 @@ class SubmissionMetadata:
                 raise ValueError(f"metadata field {f.name!r} is longer than 2000 characters")
             if f.name != "notes" and not value.strip():
                 raise ValueError(f"metadata field {f.name!r} must not be empty")
+            problem = text_problem(value, multiline=f.name == "notes")
+            if problem:
+                raise ValueError(f"metadata field {f.name!r} {problem}")
         if self.weights != "closed" and not re.match(r"^https?://[^\s]+$", self.weights):
             raise ValueError(f"metadata field 'weights' must be an http(s) link or 'closed', got {self.weights!r}")
         try:

@@ -15,6 +15,7 @@ from collections import defaultdict
 from typing import Any
 
 from leaderboard.records import EpisodeRecord
+from leaderboard.schema import bounded_number
 
 SELF_REPORTED_EPISODE_METRICS = ("mean_tokens", "token_entropy")
 MI_SCHEME = "trajectory"
@@ -159,7 +160,6 @@ def self_reported_metrics(summary_doc: Any) -> dict[str, dict[str, float | None]
         for site_name, key in SITE_COLLAPSE.items():
             metric = row["metrics"].get(key)
             value = metric.get("value") if isinstance(metric, dict) else None
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            values[site_name] = float(value) if ok else None
+            values[site_name] = bounded_number(site_name, value)  # verify refuses the rest
         out[row["env_id"]] = values
     return out

@@ -26,9 +26,9 @@ from typing import Any
 
 from leaderboard.pack import ArchiveError, Limits, read_archive
 from leaderboard.records import EpisodeRecord, RecordError, iter_episode_lines, parse_episode, run_identity
-from leaderboard.schema import METADATA, SubmissionMetadata, check_manifest
+from leaderboard.schema import METADATA, SubmissionMetadata, check_manifest, self_reported_problem
 from leaderboard.suite import Episode, Suite, env_version, find_suite
-from leaderboard.summary import compare_summaries, recompute_rows, self_reported_metrics, site_numbers
+from leaderboard.summary import SITE_COLLAPSE, compare_summaries, recompute_rows, self_reported_metrics, site_numbers
 
 MAX_LISTED = 200
 """Problems of one kind beyond this many are counted, not listed (a 10,000-episode forgery stays readable)."""
@@ -194,6 +194,26 @@ class Replayer:
         for env in self._envs.values():
             env.close()
         self._envs.clear()
+
+
+def check_self_reported(summary_doc: Any) -> list[str]:
+    """Problems with the collapse metrics summary.json reports (the ones the site shows unverified): each must be
+    null or a finite number within :data:`~leaderboard.schema.SELF_REPORTED_BOUNDS`."""
+    problems = []
+    rows = summary_doc.get("rows") if isinstance(summary_doc, dict) else None
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict) or not isinstance(row.get("metrics"), dict):
+            continue
+        for site_name, key in SITE_COLLAPSE.items():
+            metric = row["metrics"].get(key)
+            if metric is None:
+                continue
+            value = metric.get("value") if isinstance(metric, dict) else metric
+            problem = self_reported_problem(site_name, value)
+            if problem:
+                where = f"{row.get('agent')!s:.40} on {row.get('env_id')!s:.60}"
+                problems.append(f"summary.json: self-reported {key} of {where} {problem}")
+    return problems
 
 
 def check_env_versions(suite: Suite, registered: Iterable[str]) -> list[str]:
@@ -382,6 +402,8 @@ def _verify(path: str | Path, secret: bytes | None, suite: Suite | None, limits:
         return Report(ok=False, problems=problems.close())
     if summary_doc is not None:
         for problem in compare_summaries(summary_doc, recomputed, identity["agent"]):
+            problems.add("summary", problem)
+        for problem in check_self_reported(summary_doc):
             problems.add("summary", problem)
     report_summary = {
         "metadata": metadata.to_dict(),

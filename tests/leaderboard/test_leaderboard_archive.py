@@ -121,7 +121,8 @@ def test_decompression_bomb_is_cut_off_by_the_declared_size(tmp_path):
     path = tmp_path / "bomb.ragen.tar.gz"
     _bomb(path, 4)
     assert path.stat().st_size < 8 << 20
-    with pytest.raises(ArchiveError, match="over the .*-byte limit"):
+    # refused at the second gzip member already (a single-member bomb is cut off by the stream cap, below)
+    with pytest.raises(ArchiveError, match="over the .*-byte limit|after the end of its gzip stream"):
         read_archive(path)
 
 
@@ -177,6 +178,6 @@ def test_verify_reports_unsafe_archives_instead_of_raising(tmp_path):
     _bomb(bomb, 2)
     link = tar_gz(tmp_path / "link.ragen.tar.gz", [regular("config.json"), _special("report.md", tarfile.SYMTYPE, "/")])
     escape = tar_gz(tmp_path / "escape.ragen.tar.gz", [regular("../../etc/cron.d/x.png")])
-    for path, reason in ((bomb, "byte limit"), (link, "symbolic link"), (escape, "contains '..'")):
+    for path, reason in ((bomb, "gzip stream"), (link, "symbolic link"), (escape, "contains '..'")):
         report = verify(path)
         assert not report.ok and len(report.problems) == 1 and reason in report.problems[0]
