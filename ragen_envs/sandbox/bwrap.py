@@ -10,6 +10,8 @@ Each run is a fresh set of namespaces (``--unshare-all``: user, pid, network, ip
 - **identity**: an unprivileged uid of its own outside the sandbox (when we are root; see ``uids.py``) and
   inside; no capabilities; ``--disable-userns`` so the program cannot build namespaces of its own; a new
   session (no terminal injection); an empty environment except ``PATH``, ``HOME`` and ``LANG``.
+- **syscalls**: a seccomp filter (``seccomp.py``) refuses io_uring, bpf, perf events, userfaultfd, keyrings,
+  ptrace, kexec and modules, the mount family, namespace creation, POSIX message queues and vsock sockets.
 - **limits**: a cgroup per run for memory and pids of the whole tree when this process may create one
   (``cgroups.py``), plus rlimits per process (CPU, address space, processes, file size, open files) set by
   ``launcher.py`` inside the sandbox.
@@ -28,7 +30,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from ragen_envs.sandbox import cgroups
+from ragen_envs.sandbox import cgroups, seccomp
 from ragen_envs.sandbox.base import Backend, Limits, Result, as_bytes, classify, kill_process_group, supervise
 from ragen_envs.sandbox.uids import UidSlot
 
@@ -71,9 +73,12 @@ class BwrapBackend(Backend):
     def available(cls) -> bool:
         return _probe()
 
-    def command(self, limits: Limits, uid: int, launcher_fd: int, program_fd: int) -> list[str]:
-        """The bwrap command line for one run (the program and launcher arrive through memfds)."""
+    def command(
+        self, limits: Limits, uid: int, launcher_fd: int, program_fd: int, seccomp_fd: int | None = None
+    ) -> list[str]:
+        """The bwrap command line for one run (the program, launcher and syscall filter arrive through memfds)."""
         disk = str(limits.file_size_mb << 20)
+        seccomp_args = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
         return [
             "bwrap",
             "--unshare-all",
@@ -103,6 +108,7 @@ class BwrapBackend(Backend):
             "--remount-ro", "/dev",
             "--remount-ro", "/",
             "--chdir", "/work",
+            *seccomp_args,
             self.python, "-I", "-S", "/sandbox/launcher.py",
             str(max(1, round(limits.cpu_s))),
             str(limits.memory_mb << 20),
@@ -129,10 +135,14 @@ class BwrapBackend(Backend):
         notes.append("rlimits")
         notes.append(f"uid {uid}" if slot else "host uid (not root: no uid switch)")
         fds = [_memfd("launcher", LAUNCHER_SOURCE), _memfd("program", code.encode("utf-8", "surrogatepass"))]
+        filter_fd = seccomp.memfd()
+        if filter_fd is not None:
+            fds.append(filter_fd)
+            notes.append("seccomp filter")
         stdin_fd = _memfd("stdin", as_bytes(stdin)) if stdin else subprocess.DEVNULL
         try:
             proc = subprocess.Popen(
-                self.command(limits, uid, *fds),
+                self.command(limits, uid, *fds[:2], filter_fd),
                 stdin=stdin_fd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -44,6 +44,21 @@ def take(prefix):
     data = zlib.decompress(base64.b64decode("".join(os.environ.pop(k) for k in keys)))
     return data
 launcher, program, stdin = take("RAGEN_L"), take("RAGEN_P"), take("RAGEN_I")
+def scrub():
+    # os.environ.pop leaves the process's initial environment block (what /proc/self/environ shows, and what a
+    # forked candidate inherits) intact: zero the RAGEN_* entries in it, so stdin (a runner's per-run secret
+    # travels there) and the program are readable only where they are handed over.
+    import ctypes
+    fields = open("/proc/self/stat").read().rsplit(")", 1)[1].split()
+    start, end = int(fields[47]), int(fields[48])  # env_start, env_end: fields 50 and 51 of proc(5)
+    offset = 0
+    for entry in ctypes.string_at(start, end - start).split(b"\\0"):
+        if entry.startswith(b"RAGEN_"):
+            ctypes.memset(start + offset, 0, len(entry))
+        offset += len(entry) + 1
+    if any(e.startswith(b"RAGEN_") for e in open("/proc/self/environ", "rb").read().split(b"\\0")):
+        raise SystemExit("the sandbox could not scrub its environment")
+scrub()
 with open("/work/.main.py", "wb") as f:
     f.write(program)
 with open("/work/.stdin", "wb") as f:
@@ -53,7 +68,7 @@ os.dup2(fd, 0)
 os.close(fd)
 os.unlink("/work/.stdin")
 sys.argv = ["launcher", *sys.argv[1:], "/work/.main.py"]
-del take, program, stdin, f, fd
+del take, scrub, program, stdin, f, fd
 exec(compile(launcher, "/sandbox/launcher.py", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
 """
 

@@ -5,9 +5,10 @@ uid, cgroup, capabilities) whose pid 1 is ``zygote.py``, a Python server with th
 started. A run sends the program, stdin and the write ends of two pipes to the zygote over a socket
 (``SCM_RIGHTS``); the zygote forks, the child applies the run's rlimits and executes the program through
 the launcher in a fresh work folder. Afterwards the zygote kills every other process in the sandbox and
-deletes the folder, so nothing carries over to the next run. A run that times out, floods its output or
-breaks the protocol gets its whole sandbox killed and replaced; members are also recycled every
-``recycle_after`` runs.
+resets the member without the program's cooperation (``zygote.py``: files, System V IPC, proven empty),
+so nothing carries over to the next run; a member it cannot prove clean is replaced, and the run that
+dirtied it keeps its own result. A run that times out, floods its output or breaks the protocol gets its
+whole sandbox killed and replaced; members are also recycled every ``recycle_after`` runs.
 
 What differs from a cold run: the cgroup (memory, pids) is the member's, sized from the pool's ``limits``
 at start; the per-process rlimits are the run's own. Runs are serialized per member; ``size`` members run in
@@ -27,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from ragen_envs.sandbox import cgroups
+from ragen_envs.sandbox import cgroups, seccomp
 from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, as_bytes, classify
 from ragen_envs.sandbox.bwrap import LAUNCHER_SOURCE, BwrapBackend, _enter, _memfd
 from ragen_envs.sandbox.uids import UidSlot
@@ -55,11 +56,15 @@ class _Member:
                 "rlimits",
                 f"uid {uid}" if self.slot else "host uid (not root: no uid switch)",
                 "warm pool",
+                *(["seccomp filter"] if seccomp.available() else []),
             ]
         )
         host_end, sandbox_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fds = [_memfd("launcher", LAUNCHER_SOURCE), _memfd("zygote", ZYGOTE_SOURCE)]
-        cmd = base.command(limits, uid, fds[0], fds[1])
+        filter_fd = seccomp.memfd()
+        if filter_fd is not None:
+            fds.append(filter_fd)
+        cmd = base.command(limits, uid, fds[0], fds[1], filter_fd)
         # Same sandbox as a cold run, but pid 1 is the zygote (fed the launcher's path) instead of the launcher.
         at = cmd.index(base.python)
         cmd[at:] = [base.python, "-I", "-S", "/sandbox/main.py", "/sandbox/launcher.py", str(sandbox_end.fileno())]
@@ -223,10 +228,13 @@ class PoolBackend(Backend):
             member.chan.setblocking(True)
             os.close(out_r)
             os.close(err_r)
-        healthy = not (timed_out or exceeded or broken) and status is not None
+        if status is not None and not (isinstance(status, tuple) and len(status) in (2, 3)):
+            broken, status = True, (-9, 0.0)
+        exit_code, cpu_s, clean = (*status, True)[:3] if status is not None else (-9, 0.0, False)
+        # A member whose reset could not prove it clean is replaced; the run's own result stands either way.
+        healthy = not (timed_out or exceeded or broken) and status is not None and clean is True
         if not healthy:
-            member.stop()  # the run is still going (or the zygote is gone): the sandbox is discarded
-        exit_code, cpu_s = status if status is not None else (-9, 0.0)
+            member.stop()  # the run is still going, the zygote is gone or the member is dirty: it is discarded
         return (
             Captured(
                 stdout=bytes(buffers[out_r]),

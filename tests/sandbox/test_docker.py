@@ -169,3 +169,32 @@ def test_codeexec_runs_on_docker(daemon, monkeypatch):
     *_, info = env.step(env.oracle_response())
     assert info["success"] and info["sandbox_backend"] == "docker"
     sandbox._cache.pop(f"docker@{os.getpid()}", None)
+
+
+SECRET_PROBE = """
+import base64, os, zlib
+def found(environ):
+    chunks = {}
+    for entry in environ.split(b"\\0"):
+        key, _, value = entry.partition(b"=")
+        if key.startswith(b"RAGEN_I"):
+            chunks[int(key[7:])] = value
+    try:
+        data = zlib.decompress(base64.b64decode(b"".join(chunks[k] for k in sorted(chunks))))
+    except Exception:
+        data = b""
+    return b"NONCE-" in data or b"NONCE-" in environ
+paths = ["/proc/self/environ", "/proc/1/environ"]
+pid = os.fork()
+if pid == 0:  # a forked child, as a candidate under the CodeExec runner is
+    os._exit(1 if any(found(open(p, "rb").read()) for p in paths if os.access(p, os.R_OK)) else 0)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status), "self", any(found(open(p, "rb").read()) for p in paths))
+"""
+
+
+def test_the_per_run_secret_is_not_in_the_container_environment(backend):
+    # stdin carries the CodeExec runner's nonce at its end; nothing in the container may show it to the program
+    res = backend.run(SECRET_PROBE, "x" * 100 + "NONCE-0123456789abcdef")
+    assert res.ok, res
+    assert res.stdout.strip() == "child 0 self False", res.stdout
