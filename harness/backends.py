@@ -30,10 +30,29 @@ def _worker_state(config_json: str) -> tuple[RunConfig, dict[str, Agent], EnvPoo
     return _WORKER["config"], _WORKER["agents"], _WORKER["pool"]
 
 
-def _single_thread_worker() -> None:
-    """Worker processes share the cores: one intra-op thread each (read by torch/numpy BLAS at import)."""
+PARENT_POLL_S = 0.5
+"""How often a worker checks that the harness process that started it is still alive."""
+
+
+def _worker_init(parent: int) -> None:
+    """A local worker: one intra-op thread (workers share the cores; read by torch/numpy BLAS at import), Ctrl-C
+    left to the parent (which stops the pool), and exit as soon as the parent is gone: after a ``kill -9`` of the
+    harness nothing else would stop a worker in the middle of a long chunk."""
+    import signal
+    import threading
+
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        import time
+
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def run_chunk_lines(config_json: str, jobs: list[tuple[str, str, int, int]]) -> list[bytes]:
@@ -63,13 +82,21 @@ def execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, 
     config_json = json.dumps(config.to_json())
     # spawn, not fork: a forked torch (or a forked thread pool) can deadlock, and spawn is what Ray does too.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_single_thread_worker) as executor:
+    executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),))
+    try:
         agent_of = {executor.submit(run_chunk_lines, config_json, [j.key for j in c]): c[0].agent for c in chunks}
         pending = set(agent_of)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 emit(agent_of[future], future.result())
+    except BaseException:  # Ctrl-C or a failed chunk: stop the workers now instead of waiting for their chunks
+        processes = list((executor._processes or {}).values())  # no public API kills a pool's running workers
+        executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.kill()
+        raise
+    executor.shutdown()
 
 
 def execute_ray(config: RunConfig, chunks: list[list[Job]], address: str, workers: int, emit: Callable) -> None:

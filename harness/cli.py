@@ -48,7 +48,12 @@ def _context_turns(text: str) -> int | None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse whose mistakes are one ``harness: error: …`` line (exit 2), not a usage block."""
+    """argparse whose mistakes are one ``harness: error: …`` line (exit 2), not a usage block. Flags are spelled
+    out (no abbreviations), so a ``--resume`` can tell which flags were given."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> typing.NoReturn:
         self.exit(2, f"harness: error: {message} (usage: {self.prog} -h)\n")
@@ -59,10 +64,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="roll agents out and write a run folder")
-    run.add_argument("what", help=f"a preset ({', '.join(PRESETS)}) or agent spec(s), comma-separated")
+    run.add_argument(
+        "what", nargs="?", help=f"a preset ({', '.join(PRESETS)}) or agent spec(s), comma-separated (not with --resume)"
+    )
     run.add_argument("--env", action="append", default=[], help="env id (repeatable or comma-separated); default: all")
     run.add_argument("--episodes", type=int, help="env seeds per env (default 32; the preset's per-env table)")
     run.add_argument("--samples", type=int, help="rollouts per seed, on the same seed (default 4)")
+    run.add_argument(
+        "--env-kwargs",
+        action="append",
+        default=[],
+        metavar="[ENV=]JSON",
+        help="keyword arguments for one env's gym.make, e.g. 'ragen/Sokoban-v0={\"difficulty\": 3}' (repeatable; "
+        "without ENV= the run must have one env); recorded in config.json",
+    )
     run.add_argument("--seed-start", type=int, default=0, help="first env seed (default 0)")
     run.add_argument("--seed", type=int, default=0, help="run seed for agent sampling (default 0)")
     run.add_argument(
@@ -113,6 +128,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def env_kwargs_from_args(values: Sequence[str], env_ids: Sequence[str]) -> dict[str, dict]:
+    """``--env-kwargs [ENV=]JSON`` values as ``{env_id: kwargs}``; each names an env of the run."""
+    import json
+
+    out: dict[str, dict] = {}
+    for value in values:
+        head, eq, tail = value.partition("=")
+        if eq and not head.lstrip().startswith("{"):
+            env_id, text = resolve_env_id(head.strip()), tail
+        elif len(env_ids) == 1:
+            env_id, text = env_ids[0], value
+        else:
+            raise ValueError(
+                f"--env-kwargs {value!r}: this run has {len(env_ids)} envs; name one: --env-kwargs 'ENV={value}'"
+            )
+        if env_id not in env_ids:
+            raise ValueError(f"--env-kwargs names {env_id}, which is not an env of this run (--env)")
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"--env-kwargs for {env_id}: not valid JSON ({exc}): {text!r}") from None
+        if not isinstance(parsed, dict):
+            raise ValueError(f"--env-kwargs for {env_id} must be a JSON object like '{{\"slip\": 0.2}}', got {text!r}")
+        out.setdefault(env_id, {}).update(parsed)
+    return out
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     options = AgentOptions(
         temperature=args.temperature,
@@ -151,8 +193,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         if close and ":" not in args.what and args.what not in {e.name for e in available_agents()}:
             raise ValueError(f"Unknown preset or agent {args.what!r}. Did you mean {close[0]!r}?")
         env_ids = [resolve_env_id(n) for n in env_names] or ragen_envs.registered_ids()
+    env_ids = list(dict.fromkeys(env_ids))
+    kwargs = env_kwargs_from_args(args.env_kwargs, env_ids)
     plans = []
-    for env_id in dict.fromkeys(env_ids):
+    for env_id in env_ids:
         episodes, samples = baseline_plan(env_id) if preset else (32, 4)
         plans.append(
             EnvPlan(
@@ -160,6 +204,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                 args.episodes if args.episodes is not None else episodes,
                 args.samples if args.samples is not None else samples,
                 args.seed_start,
+                kwargs.get(env_id, {}),
             )
         )
     kept, skipped = available_plans(plans)
@@ -171,11 +216,69 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     return RunConfig(agents=tuple(agents), envs=kept, preset=preset, skipped_envs=skipped, **common)
 
 
-def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from harness.report import format_table
-    from harness.runner import run
+EXECUTION_FLAGS = ("resume", "workers", "ray", "threads", "quiet", "parquet", "no_plots")
+"""``harness run`` flags that say how to execute, not what: the only ones a ``--resume`` may (re)choose."""
 
+
+def _given_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> dict[str, str]:
+    """dest → the option string of every flag that appears in ``argv`` (exact spellings; abbreviations are off)."""
+    options = {opt: action.dest for action in parser._actions for opt in action.option_strings}
+    given = {}
+    for token in argv:
+        flag = token.split("=", 1)[0]
+        if flag in options:
+            given[options[flag]] = flag
+    return given
+
+
+def check_resume_flags(args: argparse.Namespace, given: dict[str, str], recorded: RunConfig, run_dir: str) -> None:
+    """Refuse every flag of a ``--resume`` that contradicts the run's config.json (it decides), naming the flag."""
+    options = recorded.agent_options
+    plans = recorded.envs
+    same: dict[str, tuple[object, object]] = {}  # dest → (given value, recorded value)
+    if args.what is not None:
+        same["what"] = (args.what, recorded.preset or ",".join(recorded.agents))
+    expected = {
+        "seed": recorded.seed, "temperature": options.temperature, "max_new_tokens": options.max_new_tokens,
+        "device": options.device, "dtype": options.dtype, "batch_size": recorded.batch_size,
+        "mi_samples": recorded.mi_samples, "mi_columns": recorded.mi_columns, "context": recorded.context_turns,
+    }  # fmt: skip
+    for dest, value in expected.items():
+        if dest in given:
+            same[dest] = (getattr(args, dest), value)
+    per_plan = {"episodes": "episodes", "samples": "samples", "seed_start": "seed_start"}
+    for dest, attr in per_plan.items():
+        if dest in given:
+            values = sorted({getattr(plan, attr) for plan in plans})
+            same[dest] = (getattr(args, dest), values[0] if len(values) == 1 else values)
+    if "env" in given:
+        wanted = sorted({resolve_env_id(n) for chunk in args.env for n in chunk.split(",") if n})
+        same["env"] = (",".join(wanted), ",".join(sorted(plan.env_id for plan in plans)))
+    if "env_kwargs" in given:
+        ids = [plan.env_id for plan in plans]
+        asked = env_kwargs_from_args(args.env_kwargs, ids)
+        same["env_kwargs"] = (asked, {plan.env_id: plan.kwargs for plan in plans if plan.env_id in asked})
+    for dest, (value, recorded_value) in same.items():
+        if value != recorded_value:
+            flag = given.get(dest, "the agent/preset argument")
+            shown = value if dest != "context" else ("full" if value is None else value)
+            raise ValueError(
+                f"--resume {run_dir}: {flag} {shown} contradicts the run's config.json ({recorded_value}); the "
+                f"recorded run decides: drop {flag} (to run something else, start a new run)"
+            )
+    for dest in ("out", "run_id", "suite", "split", "secret_file"):
+        if dest in given:
+            raise ValueError(f"--resume {run_dir}: {given[dest]} does not apply (the run folder and config are fixed)")
+
+
+def cmd_run(args: argparse.Namespace, argv: Sequence[str], given: dict[str, str]) -> int:
+    from harness.report import format_table
+    from harness.runner import load_config, run
+
+    if not args.resume and args.what is None:
+        raise ValueError("harness run needs a preset or agent spec (e.g. `harness run baseline`), or --resume RUN_DIR")
     if args.resume:
+        check_resume_flags(args, given, load_config(Path(args.resume))[0], args.resume)
         result = run(
             None,
             resume=Path(args.resume),
@@ -257,10 +360,12 @@ def cmd_ls() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status. User mistakes print one line and return 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
         if args.command == "run":
-            return cmd_run(args, argv)
+            run_parser = parser._subparsers._group_actions[0].choices["run"]
+            return cmd_run(args, argv, _given_flags(run_parser, argv[1:]))
         if args.command == "report":
             return cmd_report(args)
         if args.command == "submit":
@@ -272,9 +377,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_train(args)
         return cmd_ls()
-    except (ValueError, OSError, ImportError) as exc:  # user mistakes: bad names, paths, missing extras
-        print(f"harness: error: {exc}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt as exc:  # Ctrl-C; harness.runner.RunInterrupted names the run folder
+        run_dir = getattr(exc, "run_dir", None)
+        if run_dir is None:
+            return _error("interrupted before any episode was written")
+        return _error(f"interrupted; the finished episodes are kept: resume with `harness run --resume {run_dir}`")
+    except _user_errors() as exc:  # user mistakes: bad names, paths, endpoints, devices, missing extras
+        return _error(str(exc))
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from harness.agents.openai_api import EndpointError
+    from ragen_envs.sandbox import SandboxUnavailable
+
+    return (ValueError, OSError, ImportError, EndpointError, SandboxUnavailable)
+
+
+def _error(message: str) -> int:
+    """One ``harness: error: …`` line on stderr (a multi-line message is joined), exit status 2."""
+    print("harness: error: " + " ".join(message.split()), file=sys.stderr)
+    return 2
 
 
 def entry_point() -> None:

@@ -82,6 +82,12 @@ class Progress:
             unit=self.unit, bar_format=BAR_FORMAT, rate=fresh / elapsed if elapsed > 0 and fresh else None,
         )  # fmt: skip
 
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
     def close(self) -> None:
         for bar in self._bars.values():
             bar.close()

@@ -352,7 +352,13 @@ def load_summary(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / SUMMARY
     if not path.exists():
         raise FileNotFoundError(f"{run_dir}: no {SUMMARY} (is the run finished? resume it with --resume {run_dir})")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc}); rewrite it with `harness run --resume {run_dir}`") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("rows"), list):
+        raise ValueError(f"{path}: not a harness summary (no 'rows' list)")
+    return summary
 
 
 COMPARE_KEYS = (

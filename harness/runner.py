@@ -120,8 +120,16 @@ def load_config(run_dir: Path) -> tuple[RunConfig, dict[str, Any]]:
     path = run_dir / CONFIG
     if not path.exists():
         raise FileNotFoundError(f"{run_dir} is not a run folder: {CONFIG} is missing")
-    document = json.loads(path.read_text(encoding="utf-8"))
-    return RunConfig.from_json(document["run"]), document
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc}); the run folder's config cannot be read") from None
+    if not isinstance(document, dict) or not isinstance(document.get("run"), dict):
+        raise ValueError(f"{path}: not a harness run config (no 'run' object); was it written by `harness run`?")
+    try:
+        return RunConfig.from_json(document["run"]), document
+    except (TypeError, KeyError, ValueError) as exc:
+        raise ValueError(f"{path}: the run config is invalid ({exc})") from None
 
 
 def check_env_versions(config: RunConfig, document: dict[str, Any]) -> None:
@@ -147,6 +155,14 @@ def with_threads(config: RunConfig, threads: int | str | None) -> RunConfig:
     resolve_threads(threads)
     options = dataclasses.replace(config.agent_options, extra={**config.agent_options.extra, "threads": threads})
     return dataclasses.replace(config, agent_options=options)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run: every finished episode is in ``run_dir``'s episodes.jsonl; ``--resume`` finishes it."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__(str(run_dir))
+        self.run_dir = run_dir
 
 
 @dataclass
@@ -179,8 +195,6 @@ def run(
     torch threads of each LM agent, N or ``"auto"``; None leaves the agent options' own setting or
     :data:`harness.threads.DEFAULT_THREADS`.
     """
-    from harness import report
-
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     agents: dict[str, Agent] = {}
@@ -207,6 +221,15 @@ def run(
         run_dir.mkdir(exist_ok=False)
         write_json_atomic(run_dir / CONFIG, config_document(recorded_config, run_id, argv))
 
+    try:
+        return _execute(config, run_dir, agents, workers, ray_address, progress, parquet, plots, stream)
+    except KeyboardInterrupt:
+        raise RunInterrupted(run_dir) from None
+
+
+def _execute(config, run_dir, agents, workers, ray_address, progress, parquet, plots, stream) -> RunResult:
+    from harness import report
+
     episodes_path = run_dir / EPISODES
     records, valid_length = read_episodes(episodes_path)
     done = {episode_key(r) for r in records}
@@ -221,7 +244,7 @@ def run(
         finished[key[0]] += 1
     bar = Progress(dict.fromkeys(config.agents, per_agent), initial=finished, enabled=progress,
                    stream=stream or sys.stderr)  # fmt: skip
-    with EpisodeWriter(episodes_path, valid_length) as writer:
+    with bar, EpisodeWriter(episodes_path, valid_length) as writer:
 
         def emit(agent: str, lines: list[bytes]) -> None:
             for line in lines:
@@ -236,7 +259,6 @@ def run(
             execute_serial(config, chunks, agents, emit)
         else:
             execute_processes(config, chunks, min(workers, len(chunks)), emit)
-    bar.close()
 
     records, _ = read_episodes(episodes_path)
     missing = {job.key for job in plan_jobs(config)} - {episode_key(r) for r in records}

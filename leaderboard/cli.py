@@ -67,9 +67,10 @@ def suite_config_from_args(args: argparse.Namespace, **options):
     from leaderboard.records import suite_run_config
 
     clashes = [flag for flag, value in (("--env", args.env), ("--episodes", args.episodes),
-               ("--samples", args.samples), ("--seed-start", args.seed_start or None)) if value]  # fmt: skip
+               ("--samples", args.samples), ("--seed-start", args.seed_start or None),
+               ("--env-kwargs", getattr(args, "env_kwargs", None))) if value]  # fmt: skip
     if clashes:
-        raise ValueError(f"--suite fixes envs, seeds and samples: drop {', '.join(clashes)}")
+        raise ValueError(f"--suite fixes envs, kwargs, seeds and samples: drop {', '.join(clashes)}")
     agents = [spec for spec in args.what.split(",") if spec]
     if len(agents) != 1:
         raise ValueError(f"--suite evaluates one agent per run (a submission is one agent), got {args.what!r}")

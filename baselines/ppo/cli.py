@@ -2,7 +2,8 @@
 
 Every ``PPOConfig`` field is a flag (``--actor-lr 1e-6``, ``--env-kwargs '{"max_turns": 3}'``,
 ``--no-tensorboard``); its help text is the field's docstring in config.py, so it is written once.
-Precedence: preset or JSON file, then flags. A run resumes from ``<out-dir>/checkpoint.pt`` unless ``--fresh``.
+Precedence: preset or JSON file, then flags. A run resumes from ``<out-dir>/checkpoint.pt`` unless ``--fresh``;
+an ``--out-dir`` recorded with a different config is refused unless only ``--iterations`` changed.
 """
 
 from __future__ import annotations
@@ -70,13 +71,55 @@ def config_from_args(args: argparse.Namespace) -> PPOConfig:
         value = getattr(args, f.name, None)
         if value is not None:
             values[f.name] = value
-    return PPOConfig.from_dict(values)
+    if "env_id" in values:  # the harness's "did you mean", before the learner starts
+        from harness.config import resolve_env_id
+
+        values["env_id"] = resolve_env_id(str(values["env_id"]))
+    config = PPOConfig.from_dict(values)
+    if str(config.device).startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError(f"--device {config.device}: CUDA is not available here; use --device cpu or --device auto")
+    return config
+
+
+RESUMABLE_FIELDS = ("iterations",)
+"""Fields a resumed ``--out-dir`` may change: continuing a run for more iterations is the same run."""
+
+
+def check_out_dir(config: PPOConfig) -> None:
+    """Refuse to continue a run in ``config.out_dir`` recorded with a different config (beyond ``RESUMABLE_FIELDS``):
+    its checkpoint would resume under the new config and both runs' logs would mix."""
+    path = Path(config.out_dir) / "config.json"
+    if not path.exists():
+        return
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(recorded, dict):
+            raise ValueError("not a JSON object")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a training config ({exc}); use --fresh or a new --out-dir") from None
+    current = json.loads(config.to_json())
+    changed = [
+        f"{name} {recorded.get(name)!r} -> {current.get(name)!r}"
+        for name in sorted(set(recorded) | set(current))
+        if name not in RESUMABLE_FIELDS and recorded.get(name) != current.get(name)
+    ]
+    if changed:
+        raise ValueError(
+            f"--out-dir {config.out_dir} holds a run with a different config (changed: {'; '.join(changed)}); only "
+            f"{', '.join('--' + f.replace('_', '-') for f in RESUMABLE_FIELDS)} may change on resume: pass --fresh "
+            "to start over there, or choose a new --out-dir"
+        )
 
 
 def run_train(args: argparse.Namespace) -> int:
     from baselines.ppo.trainer import Trainer
 
     config = config_from_args(args)
+    if not args.fresh:
+        check_out_dir(config)
     trainer = Trainer(config)
     rows = trainer.train(resume=not args.fresh)
     if trainer.dist.main:

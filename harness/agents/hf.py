@@ -48,6 +48,21 @@ def _import_llm():
     return torch, transformers
 
 
+def _check_model_location(name_or_dir: str) -> None:
+    """A path that does not exist, or a directory without a saved model, is named here, before transformers
+    answers with a hub-name error or a tokenizer-conversion riddle."""
+    # a hub name is "name" or "org/name"; anything else with a slash (or ./, ~) is meant as a local path
+    looks_like_path = name_or_dir.startswith(("/", ".", "~")) or name_or_dir.count("/") > 1
+    if os.path.isdir(name_or_dir):
+        if not os.path.isfile(os.path.join(name_or_dir, "config.json")):
+            raise ValueError(
+                f"hf:{name_or_dir}: the directory holds no model (no config.json); point hf: at a directory written by "
+                "save_pretrained (config.json, weights, tokenizer files), e.g. hf:baselines/tiny/model"
+            )
+    elif looks_like_path and not os.path.exists(os.path.expanduser(name_or_dir)):
+        raise ValueError(f"hf:{name_or_dir}: no such directory (a model directory, or a hub name like org/model)")
+
+
 class HFAgent(Agent):
     """A transformers causal LM; see the module docstring."""
 
@@ -86,11 +101,15 @@ class HFAgent(Agent):
         device = options.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        elif device.startswith("cuda") and not torch.cuda.is_available():
+            why = "this torch is built without CUDA" if torch.version.cuda is None else "no CUDA device is visible"
+            raise ValueError(f"--device {device}: CUDA is not available ({why}); use --device cpu or --device auto")
         dtype = options.dtype
         if dtype == "auto":
             dtype = "bfloat16" if device.startswith("cuda") else "float32"
         if not hasattr(torch, dtype):
             raise ValueError(f"dtype must be one of auto, float32, bfloat16, float16; got {dtype!r}")
+        _check_model_location(name_or_dir)
         local = os.path.isdir(name_or_dir)
         tokenizer = transformers.AutoTokenizer.from_pretrained(name_or_dir, local_files_only=local)
         model = transformers.AutoModelForCausalLM.from_pretrained(

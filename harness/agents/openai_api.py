@@ -195,7 +195,11 @@ class OpenAIAgent(Agent):
                         error.code,
                     ) from None
                 if error.code not in RETRY_STATUS:
-                    raise EndpointError(f"{url}: HTTP {error.code}: {detail}", error.code) from None
+                    hint = ""
+                    if error.code == 404 and not self.config.base_url.endswith("/v1"):
+                        hint = (f" (OpenAI-compatible servers serve {path} under /v1: did you mean "
+                                f"openai:{self.config.base_url}/v1#{self.config.model}?)")  # fmt: skip
+                    raise EndpointError(f"{url}: HTTP {error.code}: {detail}{hint}", error.code) from None
                 last = f"HTTP {error.code}: {detail}"
                 retry_after = error.headers.get("Retry-After") if error.headers else None
                 if retry_after and retry_after.strip().isdigit():
@@ -212,7 +216,10 @@ class OpenAIAgent(Agent):
                     last = f"connection failed: {reason}"
             if attempt < self.config.max_retries:
                 self._sleep(wait)
-        raise EndpointError(f"{url}: giving up after {self.config.max_retries + 1} attempts; last error: {last}")
+        hint = " (is the server running, at this host and port?)" if last.startswith("connection failed") else ""
+        raise EndpointError(
+            f"{url}: giving up after {self.config.max_retries + 1} attempts; last error: {last}{hint}"
+        )
 
     # ---- the protocol ---------------------------------------------------------------------------------------
     def _chat_body(self, request: Request) -> dict[str, Any]:

@@ -67,7 +67,13 @@ class HttpTransport:
         self._conn: http.client.HTTPConnection | None = None
         self._session_path: str | None = None
         self._parsed: ParsedPage | None = None
-        info = json.loads(self._request("GET", "/api/info")[1])
+        try:
+            info = json.loads(self._request("GET", "/api/info")[1])
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            raise ConnectionError(
+                f"cannot reach the web shop server at server_url={url!r} ({exc}); start one with "
+                f"`python -m ragen_envs.webshop.serve --tier {tier}` or fix the URL"
+            ) from None
         if info.get("tier") != tier:
             self.close()
             raise ValueError(f"the server at {url} serves tier {info.get('tier')!r}, not tier {tier!r}")
