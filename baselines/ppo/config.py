@@ -109,6 +109,9 @@ class PPOConfig:
     """``transformers`` (our sampler with KV cache) or ``vllm`` (colocated engine, weights synced per iteration)."""
     tensorboard: bool = True
     """Also write TensorBoard event files (needs the ``tensorboard`` package)."""
+    report_to: str = ""
+    """Experiment trackers, comma-separated: ``wandb`` (Weights & Biases; ``WANDB_MODE=offline`` needs no network),
+    ``tensorboard`` (same as ``tensorboard=True``), or ``none``/empty for the metrics files (and TensorBoard) only."""
     cpu_threads: int = 0
     """torch CPU threads; 0 keeps torch's default. 1 is much faster on a busy machine: small matmuls with
     two OpenMP threads spin at barriers when another process holds a core (measured 9× per decode step)."""
@@ -132,6 +135,9 @@ class PPOConfig:
         check_choice("filter_spread", self.filter_spread, ("std", "var"))
         check_choice("generation_backend", self.generation_backend, ("transformers", "vllm"))
         check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16"))
+        from baselines.ppo.tracking import parse_report_to
+
+        parse_report_to(self.report_to)
         if self.micro_batch_size > self.minibatch_size:
             raise ValueError(
                 f"micro_batch_size ({self.micro_batch_size}) must be ≤ minibatch_size ({self.minibatch_size})"

@@ -96,19 +96,27 @@ def next_prompt(tokenizer, slot: dict, context: Context) -> list[int]:
 
 
 def collect_rollouts(
-    model, tokenizer, config, iteration: int, groups: list[int], sampler: Callable | None = None
+    model,
+    tokenizer,
+    config,
+    iteration: int,
+    groups: list[int],
+    sampler: Callable | None = None,
+    env_seeds: list[int] | None = None,
 ) -> list[Episode]:
     """Play ``samples_per_prompt`` episodes for each group in ``groups``; turn-synchronous batched sampling.
 
     ``sampler(prompts, seeds) -> list[Decoded]`` replaces the shared decoder over ``model`` (the vLLM engine
     passes its own), so every backend shares this loop, the prompts and the episode bookkeeping.
+    ``env_seeds`` (one per group) replaces the run's own level schedule (:func:`env_seed_for`): the TRL and
+    verl adapters play the seeds their trainers' datasets name.
     """
     kwargs = dict(config.env_kwargs)
     if config.max_turns is not None:
         kwargs["max_turns"] = config.max_turns
     slots = []
-    for group in groups:
-        seed = env_seed_for(config.seed, iteration, group)
+    for index, group in enumerate(groups):
+        seed = env_seed_for(config.seed, iteration, group) if env_seeds is None else int(env_seeds[index])
         for sample in range(config.samples_per_prompt):
             env = gym.make(config.env_id, **kwargs)
             observation, info = env.reset(seed=seed)

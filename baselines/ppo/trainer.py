@@ -11,7 +11,8 @@ One iteration (``Trainer.iteration``):
   5. ``ppo_epochs`` passes of minibatches with gradient accumulation over micro-batches; under ``torchrun``
      every rank rolls out its share of the groups and gradients are summed across ranks with one global
      token normaliser, so N ranks make exactly the update one process makes on the combined batch.
-Logs go to ``out_dir/metrics.jsonl``, ``metrics.csv`` and TensorBoard; ``out_dir/checkpoint.pt`` resumes exactly.
+Logs go to ``out_dir/metrics.jsonl``, ``metrics.csv``, TensorBoard and, with ``report_to="wandb"``, Weights &
+Biases (``baselines.ppo.tracking``); ``out_dir/checkpoint.pt`` resumes exactly.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from baselines.ppo.config import PPOConfig
 from baselines.ppo.diagnostics import grad_norm_buckets, mi_family
 from baselines.ppo.rollout import collect_rollouts
 from baselines.ppo.snr_filter import filter_stats, select_groups
+from baselines.ppo.tracking import open_trackers, parse_report_to
 from harness.seeding import derive_seed
 
 
@@ -98,9 +100,10 @@ class Distributed:
 class MetricsWriter:
     """Append-only JSONL, a CSV rewritten from it, and TensorBoard scalars (rank 0 only)."""
 
-    def __init__(self, out_dir: Path, tensorboard: bool) -> None:
+    def __init__(self, out_dir: Path, tensorboard: bool, trackers: list | None = None) -> None:
         self.jsonl = out_dir / "metrics.jsonl"
         self.csv = out_dir / "metrics.csv"
+        self.trackers = trackers or []  # baselines.ppo.tracking: W&B
         self.tb = None
         if tensorboard:
             try:
@@ -137,6 +140,14 @@ class MetricsWriter:
                 if isinstance(value, (int, float)) and key != "iteration" and np.isfinite(value):
                     self.tb.add_scalar(key, value, row["iteration"])
             self.tb.flush()
+        for tracker in self.trackers:
+            tracker.log(row)
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+        for tracker in self.trackers:
+            tracker.close()
 
 
 class Trainer:
@@ -172,7 +183,11 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=config.actor_lr, eps=config.adam_eps)
         self.out_dir = Path(config.out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.writer = MetricsWriter(self.out_dir, config.tensorboard) if self.dist.main else None
+        self.writer = None
+        if self.dist.main:
+            report_to = parse_report_to(config.report_to)
+            trackers = open_trackers(report_to, self.out_dir, json.loads(config.to_json()))
+            self.writer = MetricsWriter(self.out_dir, config.tensorboard or "tensorboard" in report_to, trackers)
         self.next_iteration = 0
         self.engine = None
         if config.generation_backend == "vllm":
@@ -368,4 +383,6 @@ class Trainer:
             every = self.config.checkpoint_every
             if (every and self.next_iteration % every == 0) or self.next_iteration == self.config.iterations:
                 self.save()
+        if self.writer is not None:
+            self.writer.close()
         return logged

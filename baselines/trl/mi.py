@@ -1,0 +1,64 @@
+"""The MI family inside a TRL run: a ``TrainerCallback`` scoring the pre-filter batch with the policy itself.
+
+Every ``every`` optimiser steps (and at step 0, like the learner's ``mi_every``), on the episodes the rollout
+function just played (all of them: the SNR filter's choice does not matter here), the learner's diagnostics
+(:func:`baselines.ppo.diagnostics.mi_family`: the harness's shared cross-scorer and
+``harness.metrics.collapse_metrics``) run with the trainer's model. The hook is ``on_pre_optimizer_step``:
+after the backward pass, before the weights move, so the policy scored is the one that sampled the batch,
+as in the learner. Keys are ``collapse_first_turn/*`` and ``collapse_trajectory/*``, logged with the step's
+other metrics (so they reach TensorBoard and W&B through ``report_to``).
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+from baselines.ppo.diagnostics import mi_family
+from baselines.trl.compat import require_trl
+from baselines.trl.rollout import EnvRollout
+from harness.seeding import derive_seed
+
+require_trl()
+from transformers import TrainerCallback  # noqa: E402
+
+
+class MICallback(TrainerCallback):
+    """``callbacks=[MICallback(rollout, every=5)]`` next to ``rollout_func=rollout``."""
+
+    def __init__(self, rollout: EnvRollout, every: int = 5, samples: int = 64, seed: int = 0) -> None:
+        if not isinstance(rollout, EnvRollout):
+            raise ValueError("MICallback needs the EnvRollout passed as rollout_func (it reads the batch played)")
+        for name, value, low in (("every", every, 0), ("samples", samples, 2), ("seed", seed, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        self.rollout, self.every, self.samples, self.seed = rollout, every, samples, seed
+        self._scored_call = -1
+        self.history: list[dict[str, float]] = []
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, processing_class=None, **kwargs):
+        batch, trainer = self.rollout.last, self.rollout.trainer
+        if not self.every or batch is None or batch.call == self._scored_call or state.global_step % self.every:
+            return
+        self._scored_call = batch.call  # steps_per_generation > 1: one batch serves several steps, scored once
+        if not state.is_world_process_zero:
+            return
+        policy = trainer.accelerator.unwrap_model(model if model is not None else trainer.model)
+        tokenizer = processing_class if processing_class is not None else trainer.processing_class
+        config = SimpleNamespace(mi_samples=self.samples, temperature=float(trainer.temperature))
+        rng = np.random.default_rng(derive_seed("train-mi", self.seed, state.global_step))
+        was_training = policy.training
+        policy.eval()
+        start = time.perf_counter()
+        try:
+            with torch.no_grad():
+                values = mi_family(policy, tokenizer, batch.episodes, config, rng)
+        finally:
+            policy.train(was_training)
+        values["timing/mi_s"] = time.perf_counter() - start
+        self.history.append({"step": float(state.global_step), **values})
+        for key, value in values.items():
+            trainer._metrics["train"][key].append(float(value))
