@@ -9,6 +9,8 @@ Contenders (wall clock: these are process spawns, the parent's CPU time would mi
 - ``bare python3 -c pass``: ``subprocess.run([/usr/bin/python3, "-c", "pass"])`` on the host, no limits.
 - ``bwrap sandbox``: ``sandbox.run("pass")`` — fresh namespaces, cgroup, uid, rlimits, launcher.
 - ``warm pool``: the same program through ``PoolBackend`` (fork inside a pre-started sandbox).
+- ``warm pool, baseline reset``: the same pool with the earlier cooperative reset and no syscall filter
+  (``pool_baseline_zygote.py``): what the proven-clean reset and the filter cost per run.
 - ``docker``: one container per run (``--docker`` starts a private dockerd like the tests do).
 - ``RAGEN method, 3 tests``: RAGEN DeepCoder's way — candidate + a harness with 3 tests in a temp file,
   ``subprocess.run([python, file], timeout=3)`` on the host, no sandbox (re-measured here, same machine).
@@ -52,6 +54,9 @@ print(passed)
 """
 
 
+WRITER = "import os\nos.mkdir('d')\nfor i in range(200):\n    open(f'd/{i}', 'w').write('x')\n"
+
+
 def bare_spawn() -> None:
     subprocess.run([HOST_PYTHON, "-c", "pass"], check=True)
 
@@ -68,8 +73,24 @@ def ragen_method(python: str = HOST_PYTHON) -> int:
         os.unlink(path)
 
 
-def codeexec_stepper(backend: str):
-    env = CodeExecEnv(num_hidden_tests=3, backend=backend)
+def baseline_pool(size: int):
+    """A pool whose members run the earlier zygote (cooperative reset) without the syscall filter."""
+    from ragen_envs.sandbox import pool as pool_module
+    from ragen_envs.sandbox import seccomp
+
+    old_source, old_memfd = pool_module.ZYGOTE_SOURCE, seccomp.memfd
+    pool_module.ZYGOTE_SOURCE = (Path(__file__).parent / "pool_baseline_zygote.py").read_bytes()
+    seccomp.memfd = lambda: None
+    try:
+        return pool_module.PoolBackend(size=size)
+    finally:
+        pool_module.ZYGOTE_SOURCE, seccomp.memfd = old_source, old_memfd
+
+
+def codeexec_stepper(backend):
+    env = CodeExecEnv(num_hidden_tests=3, backend="pool" if not isinstance(backend, str) else backend)
+    if not isinstance(backend, str):
+        env._backend = backend
     seeds = iter(range(10**9))
 
     def step() -> None:
@@ -163,13 +184,18 @@ def main(argv: list[str] | None = None) -> int:
 
     pool = PoolBackend(size=args.parallel)
     sandbox._cache[f"pool@{os.getpid()}"] = pool  # CodeExec's backend="pool" uses this one
+    baseline = baseline_pool(args.parallel)
     contenders = {
         "bare python3 -c pass": bare_spawn,
         "bwrap sandbox": lambda: sandbox.run("pass", backend="bwrap"),
         "warm pool": lambda: pool.run("pass"),
+        "warm pool, baseline reset": lambda: baseline.run("pass"),
+        "warm pool, writes 200 files": lambda: pool.run(WRITER),
+        "baseline reset, writes 200 files": lambda: baseline.run(WRITER),
         "RAGEN method, 3 tests (no sandbox)": ragen_method,
         "CodeExec step, 3 hidden (bwrap)": codeexec_stepper("bwrap"),
         "CodeExec step, 3 hidden (pool)": codeexec_stepper("pool"),
+        "CodeExec step, 3 hidden (baseline pool)": codeexec_stepper(baseline),
     }
     dockerd = None
     if args.docker:
@@ -198,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                 throughput[name] = calls / (time.perf_counter() - t0)
     finally:
         pool.close()
+        baseline.close()
         if dockerd is not None:
             dockerd[0].send_signal(signal.SIGTERM)
             dockerd[0].wait(timeout=60)

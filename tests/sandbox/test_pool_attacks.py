@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragen_envs.sandbox import Limits, bwrap
+from ragen_envs.sandbox import Limits, bwrap, seccomp
 from ragen_envs.sandbox.pool import PoolBackend
 
 pytestmark = pytest.mark.skipif(not bwrap.BwrapBackend.available(), reason="bubblewrap cannot run here")
@@ -53,6 +53,26 @@ for d in ('/work', '/dev/shm'):
     except OSError:
         pass
 """,
+    "full tmpfs behind a locked folder": """
+import os
+for d in ('/work/locked', '/dev/shm/locked'):
+    os.makedirs(d, exist_ok=True)
+    try:
+        with open(d + '/fill', 'wb') as f:
+            while True:
+                f.write(b'x' * 65536)
+    except OSError:
+        pass
+    os.chmod(d, 0)
+""",
+    "private SysV segments piling up": """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+for _ in range(4):
+    ident = libc.shmget(0, 30 << 20, 0o1000 | 0o600)  # IPC_PRIVATE: a new segment every time
+    ctypes.memset(libc.shmat(ident, None, 0), 0x41, 30 << 20)
+""",
     "many small files": """
 import os
 os.mkdir('/work/many')
@@ -77,6 +97,17 @@ msg = ctypes.create_string_buffer(b'\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00secr
 libc.msgsnd(q, msg, 6, 0)
 libc.semget(0x3333, 8, 0o1000 | 0o600)
 """,
+    "keyrings": """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+for ring in (-4, -3, -2):  # user, user-session, session keyrings
+    libc.syscall(NR_ADD_KEY, b"user", b"leak", b"secret", 6, ring)
+""",
+    "POSIX message queue": """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall(NR_MQ_OPEN, b"leak", 0o100 | 2, 0o777, None)  # O_CREAT | O_RDWR
+""",
     "daemonized leftover": """
 import os, time
 if os.fork() == 0:
@@ -100,13 +131,23 @@ here = os.getcwd()
 left = [p for p in os.listdir('/work') if os.path.join('/work', p) != here] + os.listdir('/dev/shm')
 ipc = [line for k in ('shm', 'msg', 'sem') for line in open(f'/proc/sysvipc/{k}').read().splitlines()[1:]]
 known = [libc.shmget(0x1000, 0, 0), libc.msgget(0x2222, 0), libc.semget(0x3333, 0, 0)]
+keys = [libc.syscall(NR_KEYCTL, 10, ring, b"user", b"leak", 0) for ring in (-4, -3, -2)]  # KEYCTL_SEARCH
+queue = libc.syscall(NR_MQ_OPEN, b"leak", 2, 0, None)
 procs = [p for p in os.listdir('/proc') if p.isdigit() and p not in ('1', str(os.getpid()))]
 vfs = os.statvfs('/dev/shm')
 open('/work/data', 'wb').write(b'y' * (8 << 20))  # honest work: space and memory
 block = bytearray(150 << 20)
-print(left, ipc, known, procs, vfs.f_blocks == vfs.f_bfree, oct(os.stat('/work').st_mode))
+print(left, ipc, known + keys + [queue], procs, vfs.f_blocks == vfs.f_bfree, oct(os.stat('/work').st_mode))
 """
-CLEAN = "[] [] [-1, -1, -1] [] True 0o40755"
+CLEAN = "[] [] [-1, -1, -1, -1, -1, -1, -1] [] True 0o40755"
+_COLUMN = 0 if seccomp.machine() == "x86_64" else 1
+NUMBERS = "".join(
+    f"NR_{name.upper()} = {seccomp.SYSCALLS[name][_COLUMN]}\n" for name in ("add_key", "keyctl", "mq_open")
+)
+
+
+def _run(pool, code, **limits):
+    return pool.run(NUMBERS + code, limits=Limits(memory_mb=256, wall_s=20, cpu_s=20, **limits))
 
 
 @pytest.fixture(scope="module")
@@ -118,28 +159,51 @@ def pool():
 
 @pytest.mark.parametrize("attack", sorted(HOSTILE))
 def test_nothing_survives_from_one_run_to_the_next(pool, attack):
-    hostile = pool.run(HOSTILE[attack], limits=Limits(memory_mb=256, wall_s=20, cpu_s=20))
+    hostile = _run(pool, HOSTILE[attack])
     assert hostile.exit_code == 0 and hostile.violation is None, hostile  # exit 0 is reported as exit 0
     for _ in range(2):  # the run after, and the one after that
-        probe = pool.run(PROBE, limits=Limits(memory_mb=256, wall_s=20))
+        probe = _run(pool, PROBE)
         assert probe.ok, probe
         assert probe.stdout.strip() == CLEAN, probe.stdout
 
 
-def test_a_hostile_episode_never_changes_other_episodes_verdicts():
+def test_a_member_that_cannot_be_proven_clean_is_replaced_and_the_run_keeps_its_result(monkeypatch):
+    from ragen_envs.sandbox import pool as pool_module
+
+    # A reset budget of 50 entries stands in for any state the reset cannot undo.
+    source = pool_module.ZYGOTE_SOURCE.replace(b"WIPE_BUDGET = 200_000", b"WIPE_BUDGET = 50")
+    assert source != pool_module.ZYGOTE_SOURCE
+    monkeypatch.setattr(pool_module, "ZYGOTE_SOURCE", source)
+    small = PoolBackend(size=1, limits=Limits(memory_mb=256))
+    try:
+        first = set(small._members)
+        hostile = _run(small, "for i in range(500):\n    open(f'/work/{i}', 'w').close()\nprint('done')")
+        assert hostile.ok and hostile.stdout == "done\n", hostile
+        assert set(small._members).isdisjoint(first), "the dirty member must have been replaced"
+        probe = _run(small, PROBE)
+        assert probe.ok and probe.stdout.strip() == CLEAN, probe
+    finally:
+        small.close()
+
+
+VERDICT_ATTACKS = ("full tmpfs behind a locked folder", "private SysV segments piling up", "pre-created run folders",
+                   "folders nested 5000 deep", "read-only /work and /dev/shm")  # fmt: skip
+
+
+@pytest.mark.parametrize("attack", VERDICT_ATTACKS)
+def test_a_hostile_episode_never_changes_other_episodes_verdicts(attack):
     from ragen_envs.code.env import CodeExecEnv
 
     env = CodeExecEnv(families=["moving_average"], backend="pool")
-    attacks = ("pre-created run folders", "read-only /work and /dev/shm", "full tmpfs",
-               "SysV shared memory charged to the member", "mode 000 folder in /work")  # fmt: skip
-    poison = "\n".join(HOSTILE[a].strip() for a in attacks)
-    body = "\n    ".join(poison.splitlines())
+    env._backend = one_member = PoolBackend(size=1, limits=Limits(memory_mb=256))  # every run on the same member
+    body = "\n    ".join(HOSTILE[attack].strip().splitlines())
     scores = []
-    for seed in range(10):
+    for seed in range(5):
         env.reset(seed=seed)
         env.step(
             f"<think>t</think><answer>```python\ndef {env.problem.name}(nums):\n    {body}\n    return []\n```</answer>"
         )
         env.reset(seed=seed)
         scores.append(env.step(env.oracle_response())[1])
-    assert scores == [1.0] * 10
+    one_member.close()
+    assert scores == [1.0] * 5
