@@ -14,7 +14,10 @@ log-prob of reasoning ``i`` under prompt ``j`` and ``own(i)`` the column of its 
   columns of row ``i``. Ties are broken uniformly at random and the *expected* hit is counted (so an
   input-agnostic scorer, whose rows are all ties, sits exactly at chance instead of at whatever column
   ``argmax`` happens to return first). ``retrieval_chance = mean_i |equivalent(own(i))| / N``.
-- ``mi_zscore = mean((matched - marginal) / (std(marginal) + 1e-3))`` (population std over rows)
+- ``mi_zscore = mean((matched - marginal) / (std(marginal) + 1e-3))`` (population std over rows); unavailable
+  when ``std(marginal) <= 1e-3`` (a deterministic agent: the ratio would only rescale the gap ~1000-fold)
+- ``distinct_prompts``: the number of distinct prompts among the columns. With fewer than 2 the whole family is
+  unavailable (nothing to tell a reasoning's own prompt from); below ``FEW_PROMPTS`` reports flag it.
 - with ``logp_sum``: the same with sums → ``mi_estimate_seq``, ``cond_entropy_estimate_seq``,
   ``reasoning_entropy_estimate_seq``, ``mi_zscore_seq`` (retrieval is identical under sums: a row's
   token count does not depend on the column).
@@ -63,6 +66,20 @@ class Estimate:
     def to_json(self) -> dict[str, Any]:
         """JSON-safe form: NaN/inf become ``None`` (JSON has no NaN)."""
         return {"value": _finite_or_none(self.value), "stderr": _finite_or_none(self.stderr), "n": self.n}
+
+
+@dataclass(frozen=True)
+class Unavailable(Estimate):
+    """A metric of a family that cannot be computed from this input: NaN value, and the reason in ``to_json``."""
+
+    reason: str = ""
+
+    @classmethod
+    def because(cls, reason: str) -> Unavailable:
+        return cls(math.nan, math.nan, 0, reason)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": None, "stderr": None, "n": 0, "unavailable": self.reason}
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -258,11 +275,18 @@ def _mi_family(
     marginal = _logsumexp_rows(weighted) - math.log(cols)
     gap = matched - marginal
     sigma = float(marginal.std())
+    if sigma > STD_EPS:
+        zscore: Estimate = Estimate.of(gap / (sigma + STD_EPS))
+    else:  # dividing by ~STD_EPS would scale the gap ~1000-fold (values in the thousands for a deterministic agent)
+        zscore = Unavailable.because(
+            f"the marginal log-prob has no spread across reasonings (std {sigma:.2g} <= {STD_EPS:g}), so the "
+            "z-score would only rescale the MI gap by 1/std; read mi_estimate instead"
+        )
     return {
         f"mi_estimate{suffix}": Estimate.of(gap),
         f"cond_entropy_estimate{suffix}": Estimate.of(-matched),
         f"reasoning_entropy_estimate{suffix}": Estimate.of(-marginal),
-        f"mi_zscore{suffix}": Estimate.of(gap / (sigma + STD_EPS)),
+        f"mi_zscore{suffix}": zscore,
     }
 
 
@@ -332,8 +356,17 @@ def collapse_metrics(
         if eq.shape != (cols, cols) or eq.dtype != np.bool_:
             raise ValueError(f"equivalent must be a ({cols}, {cols}) boolean matrix, got {eq.dtype} {eq.shape}")
         eq = eq | eq.T | np.eye(cols, dtype=bool)
+    prompts = distinct_prompts(eq)
+    if prompts < 2:
+        reason = (
+            "every scored pair has the same prompt (1 distinct prompt): MI and retrieval compare a reasoning's own "
+            "prompt with others, so they need at least 2 distinct prompts (more env seeds)"
+        )
+        keys = COLLAPSE_KEYS + (COLLAPSE_SEQ_KEYS if logp_sum is not None else ())
+        return {key: Unavailable.because(reason) for key in keys}
     log_weights = _column_weights(mask, own, matrix.shape)
     out = _mi_family(matrix, own, "", log_weights)
+    out["distinct_prompts"] = Estimate(float(prompts), 0.0, rows)
     out.update(_retrieval(matrix, own, eq, mask))
     if logp_sum is not None:
         if np.shape(logp_sum) != matrix.shape:
@@ -343,9 +376,19 @@ def collapse_metrics(
     return out
 
 
+def distinct_prompts(equivalent: np.ndarray) -> int:
+    """How many distinct prompts the columns hold (classes of the token-identity matrix ``equivalent``)."""
+    return len({row.tobytes() for row in np.asarray(equivalent, dtype=bool)})
+
+
+FEW_PROMPTS = 4
+"""Below this many distinct prompts the MI family is shown with a warning: with 2-3 columns the rows' spread
+(the ±) says nothing about how much the estimate would move with other prompts."""
+
 COLLAPSE_KEYS = (
     "mi_estimate", "cond_entropy_estimate", "reasoning_entropy_estimate", "mi_zscore",
     "retrieval_accuracy", "retrieval_accuracy@2", "retrieval_accuracy@4", "retrieval_accuracy@8", "retrieval_chance",
+    "distinct_prompts",
 )  # fmt: skip
 COLLAPSE_SEQ_KEYS = ("mi_estimate_seq", "cond_entropy_estimate_seq", "reasoning_entropy_estimate_seq", "mi_zscore_seq")
 
@@ -392,5 +435,7 @@ METRICS: dict[str, tuple[str, bool | None]] = {
     "reasoning_entropy_estimate": ("H(Z) proxy: -mean(marginal)", None),
     "retrieval_accuracy": ("how often a reasoning's own prompt scores it best (top-1; @2/@4/@8 too)", True),
     "retrieval_chance": ("retrieval accuracy of an input-agnostic scorer (~1/N)", None),
-    "mi_zscore": ("mean((matched - marginal) / (std(marginal) + 1e-3)); best correlate of success in RAGEN-2", True),
+    "mi_zscore": ("mean((matched - marginal) / (std(marginal) + 1e-3)); best correlate of success in RAGEN-2; "
+                  "n/a when std(marginal) <= 1e-3", True),  # fmt: skip
+    "distinct_prompts": (f"distinct prompts the MI family compared (< 2: unavailable; < {FEW_PROMPTS}: flagged)", None),
 }

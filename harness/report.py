@@ -140,11 +140,26 @@ TABLE_COLUMNS = (
 )
 
 
+def few_prompts(metrics: dict[str, Any], scheme: str) -> int | None:
+    """The scheme's distinct prompts when they are fewer than ``FEW_PROMPTS`` (its MI cells get flagged), else None."""
+    count = (metrics.get(f"{scheme}/distinct_prompts") or {}).get("value")
+    return int(count) if count is not None and count < m.FEW_PROMPTS else None
+
+
+def _cell(metrics: dict[str, Any], key: str, stderr: bool) -> str:
+    if key.endswith("distinct_prompts"):
+        return _fmt(metrics.get(key), 0)
+    text = _fmt(metrics.get(key), 3, stderr)
+    scheme, slash, _ = key.partition("/")
+    few = few_prompts(metrics, scheme) if slash else None
+    return f"{text} ({few} prompts)" if few is not None and text != "n/a" else text
+
+
 def table_rows(summary: dict[str, Any]) -> list[list[str]]:
     out = []
     for row in summary["rows"]:
         cells = [row["env_id"], row["agent"], str(row["episodes"])]
-        cells += [_fmt(row["metrics"].get(key), 3, se) for _, key, se in TABLE_COLUMNS]
+        cells += [_cell(row["metrics"], key, se) for _, key, se in TABLE_COLUMNS]
         out.append(cells)
     return out
 
@@ -172,7 +187,9 @@ def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
         f"# Run {summary.get('run_id', '')}",
         "",
         "Per env × agent; ± is one standard error. MI columns use the trajectory-uniform scheme; `n/a` means "
-        "the metric is unavailable (see summary.json for why), never zero.",
+        "the metric is unavailable (see summary.json for why), never zero. An MI-family value marked "
+        f"`(k prompts)` compares fewer than {m.FEW_PROMPTS} distinct prompts: its ± is the spread over reasonings "
+        "and says little about how it would move with other prompts (run more seeds).",
         "",
         _markdown_table(header, table_rows(summary)),
     ]
@@ -183,8 +200,9 @@ def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
     for scheme in SCHEMES:
         keys = ("mi_estimate", "cond_entropy_estimate", "reasoning_entropy_estimate", "retrieval_accuracy")
         keys += ("retrieval_accuracy@2", "retrieval_chance", "mi_zscore", "mi_estimate_seq", "mi_zscore_seq")
+        keys += ("distinct_prompts",)
         body = [
-            [row["env_id"], row["agent"], *(_fmt(row["metrics"].get(f"{scheme}/{k}"), 3, True) for k in keys)]
+            [row["env_id"], row["agent"], *(_cell(row["metrics"], f"{scheme}/{k}", True) for k in keys)]
             for row in summary["rows"]
         ]
         parts += [

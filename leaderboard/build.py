@@ -353,13 +353,9 @@ def render_csv(rows: list[dict[str, Any]], suite: Suite) -> str:
 
 
 def _report_page(title: str, text: str) -> str:
-    return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-        f"<title>{html.escape(title)}</title><style>body{{font:15px system-ui,sans-serif;max-width:960px;margin:auto;"
-        f'padding:1rem}}pre{{white-space:pre-wrap}}</style></head><body><p><a href="../index.html">← leaderboard</a></p>'
-        f"<h1>{html.escape(title)}</h1><pre>{html.escape(text)}</pre></body></html>\n"
-    )
+    from leaderboard.report_html import report_page
+
+    return report_page(title, text)
 
 
 def build(

@@ -34,6 +34,7 @@ from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
 from ragen_envs.parsing import RESPONSE_FORMATS, format_instructions, format_response, parse_response, split_actions
+from ragen_envs.text_space import ObservationText
 
 # Gymnasium's default Text charset is alphanumeric only: it rejects newlines, punctuation and glyphs such as
 # the box-on-target mark. Everything an env emits must be in here; envs may add to it via ``extra_charset``.
@@ -207,7 +208,8 @@ class TextEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         charset = TEXT_CHARSET | frozenset(self.extra_charset)
         self._outside_charset = outside_charset_pattern(charset)
-        self.observation_space = spaces.Text(max_length=MAX_OBSERVATION_CHARS, min_length=0, charset=charset)
+        # a Text that AsyncVectorEnv's default shared memory delivers (see ragen_envs.text_space)
+        self.observation_space = ObservationText(max_length=MAX_OBSERVATION_CHARS, min_length=0, charset=charset)
         self.action_space = ResponseSpace(
             max_length=MAX_RESPONSE_CHARS,
             charset=charset,

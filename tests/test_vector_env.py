@@ -1,8 +1,8 @@
 """Vectorized use of every registered env: the strings a vector env returns are exactly a single env's.
 
-The working configuration is ``AsyncVectorEnv(fns, shared_memory=False)`` (or ``SyncVectorEnv``). With
-Gymnasium's default ``shared_memory=True`` a ``Text`` observation is not delivered: the test below pins down
-what goes wrong, so that a Gymnasium upgrade that fixes it shows up here (and in the README).
+Every way in works: ``gym.make_vec(id, vectorization_mode="async" | "sync")``, ``AsyncVectorEnv(fns)`` with
+Gymnasium's default shared memory (the envs' observation space decodes it on read: ``ragen_envs.text_space``),
+``AsyncVectorEnv(fns, shared_memory=False)`` and ``SyncVectorEnv``.
 """
 
 from __future__ import annotations
@@ -75,19 +75,25 @@ def test_lockstep_covers_autoreset():
     assert _lockstep(SyncVectorEnv([_factory("ragen/Bandit-v0") for _ in SEEDS]), "ragen/Bandit-v0") >= 4
 
 
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_make_vec_async_with_default_shared_memory_returns_each_envs_strings(env_id):
+    vector = gym.make_vec(env_id, num_envs=len(SEEDS), vectorization_mode="async")
+    assert vector.shared_memory  # Gymnasium's default, the path that used to return stale tab characters
+    _lockstep(vector, env_id)
+
+
 @pytest.mark.parametrize("env_id", ["ragen/Bandit-v0", "ragen/FrozenLake-v0"])
-def test_default_shared_memory_does_not_deliver_text_observations(env_id):
+def test_async_vector_env_defaults_deliver_text_observations(env_id):
     expected = [gym.make(env_id).reset(seed=seed)[0] for seed in SEEDS]
-    vector = AsyncVectorEnv([_factory(env_id) for _ in SEEDS])  # shared_memory=True, Gymnasium's default
+    vector = AsyncVectorEnv([_factory(env_id) for _ in SEEDS])  # shared_memory=True, copy=True
     try:
         obs, _ = vector.reset(seed=SEEDS)
-        obs_after_step, *_ = vector.step(tuple(gym.make(env_id).unwrapped.example_answer for _ in SEEDS))
+        assert obs == tuple(expected) and all(type(o) is str for o in obs)
+        live = AsyncVectorEnv([_factory(env_id) for _ in SEEDS], copy=False)
+        try:
+            view, _ = live.reset(seed=SEEDS)
+            assert list(view) == expected and len(view) == 2 and view[1:] == (expected[1],)
+        finally:
+            live.close()
     finally:
         vector.close()
-    # Gymnasium encodes Text as max_length int32 character indices and decodes the buffer once, when the
-    # vector env is built: every observation is the same stale string of max_length copies of the first
-    # character of the charset ('\t'), not the env's text.
-    space = gym.make(env_id).observation_space
-    stale = space.character_list[0] * space.max_length
-    assert list(obs) == [stale, stale] != expected
-    assert list(obs_after_step) == [stale, stale]

@@ -66,15 +66,35 @@ def test_topk_hit_probability_counts_ranks_above_the_best_correct_column():
     assert topk_hit_probability(row, correct, 4) == 1.0
 
 
-def test_single_prompt_gives_zero_mi_and_full_retrieval():
+def test_a_single_prompt_makes_the_family_unavailable_not_zero():
+    # the collapse signal itself would read 0.000 ± 0.000 and retrieval 1.0 from one column: say why instead
     m = collapse_metrics([[-1.5], [-0.5]], [0, 0], logp_sum=[[-3.0], [-2.0]])
-    assert m["mi_estimate"].value == 0.0 and m["mi_estimate_seq"].value == 0.0
-    assert m["cond_entropy_estimate"].value == pytest.approx(1.0)
-    assert m["cond_entropy_estimate_seq"].value == pytest.approx(2.5)
-    assert m["retrieval_accuracy"].value == 1.0 and m["retrieval_chance"].value == 1.0
-    assert m["mi_zscore"].value == 0.0
     assert set(m) == set(COLLAPSE_KEYS) | set(COLLAPSE_SEQ_KEYS)
-    one = collapse_metrics([[-1.0]], [0])
+    for key, estimate in m.items():
+        assert math.isnan(estimate.value), key
+        assert "1 distinct prompt" in estimate.to_json()["unavailable"] and estimate.to_json()["value"] is None
+    # two columns holding the same prompt text are one prompt too
+    same = collapse_metrics([[-1.0, -1.0], [-2.0, -2.0]], [0, 1], equivalent=np.ones((2, 2), dtype=bool))
+    assert same["mi_estimate"].to_json()["unavailable"].startswith("every scored pair has the same prompt")
+
+
+def test_two_prompts_are_counted_and_flagged_as_few():
+    from harness.metrics import FEW_PROMPTS
+
+    m = collapse_metrics([[-1.0, -3.0], [-2.5, -0.5]], [0, 1])
+    assert m["distinct_prompts"].value == 2 < FEW_PROMPTS and m["mi_estimate"].value > 0
+
+
+def test_mi_zscore_is_unavailable_when_the_marginal_has_no_spread():
+    # a deterministic agent: every reasoning has the same marginal; the old z-score was the gap x ~1000
+    m = collapse_metrics([[0.0, -50.0], [-50.0, 0.0]], [0, 1])
+    assert m["mi_estimate"].value == pytest.approx(math.log(2), abs=1e-6)
+    assert math.isnan(m["mi_zscore"].value)
+    assert "no spread" in m["mi_zscore"].to_json()["unavailable"]
+
+
+def test_one_reasoning_under_two_prompts_still_has_an_mi_estimate():
+    one = collapse_metrics([[-1.0, -2.0]], [0])
     assert one["mi_estimate"].n == 1 and math.isnan(one["mi_estimate"].stderr)
 
 

@@ -43,7 +43,8 @@ def test_round_trip_lands_on_every_output(site):
     assert overall["Random agent"]["collapse_source"] == "self-reported"
     for entry in entries:  # every row links to its report, and the report exists
         assert f'href="reports/{entry["id"]}.html"' in html_text
-        assert (site / "site" / "reports" / f"{entry['id']}.html").is_file()
+        page = (site / "site" / "reports" / f"{entry['id']}.html").read_text()
+        assert "<table>" in page and "<th>agent</th>" in page and "<pre>" not in page  # report.md rendered
     assert "<svg" in html_text and html_text.count("<circle") == 2  # both scripted agents report MI
 
 
