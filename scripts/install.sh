@@ -36,6 +36,6 @@ fi
 
 # torch first and pinned: unpinned, pip resolves a multi-GB CUDA build.
 $PY -m pip install -q --disable-pip-version-check "torch==2.13.0"
-extras="llm,ray,report,docker,webshop,train,wandb,trl"
+extras="llm,ray,report,docker,webshop,train,wandb,trl,serve"
 [ "$with_tests" = 1 ] && extras="$extras,dev"
 $PY -m pip install -q --disable-pip-version-check -e ".[$extras]"

@@ -1,0 +1,69 @@
+"""``python -m ragen_envs.serve --env ID [--env-kwargs JSON] [--host H] [--port P] ...``: serve one env id."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from ragen_envs.serve import INSTALL_HINT
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m ragen_envs.serve", description=__doc__.split(":", 1)[1].strip())
+    p.add_argument("--env", required=True, help="a registered id, e.g. ragen/Sokoban-v0 (or Sokoban-v0)")
+    p.add_argument("--env-kwargs", default="{}", help='JSON object passed to gym.make, e.g. \'{"max_turns": 5}\'')
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback; 0.0.0.0 for all)")
+    p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed)")
+    p.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions (one env each)")
+    p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds of silence before a session is closed")
+    p.add_argument("--step-timeout", type=float, default=120.0, help="seconds one make/reset/step may take")
+    p.add_argument("--send-timeout", type=float, default=30.0, help="seconds a reply may wait for a slow reader")
+    p.add_argument("--max-message-bytes", type=int, default=1 << 20, help="largest request answered")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+    except json.JSONDecodeError as e:
+        print(f"error: --env-kwargs is not JSON ({e.msg} at column {e.colno}): {args.env_kwargs[:80]}", file=sys.stderr)
+        return 2
+    try:
+        from ragen_envs.serve import require_extra
+
+        require_extra()
+        from ragen_envs.serve.server import ServeConfig, check_env, serve
+
+        config = ServeConfig(
+            env_id=args.env,
+            env_kwargs=env_kwargs,
+            host=args.host,
+            port=args.port,
+            max_sessions=args.max_sessions,
+            idle_timeout=args.idle_timeout,
+            step_timeout=args.step_timeout,
+            send_timeout=args.send_timeout,
+            max_message_bytes=args.max_message_bytes,
+        )
+        config = dataclasses.replace(config, env_id=check_env(config))
+    except ImportError as e:
+        print(f"error: {e}" if INSTALL_HINT in str(e) else f"error: {INSTALL_HINT} ({e})", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        serve(config)
+    except OSError as e:  # the port is taken, the address is not this machine's
+        print(f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""A synchronous client with Gymnasium's signatures: ``reset(seed) -> (obs, info)``, ``step(text) -> (obs, reward,
+terminated, truncated, info)``.
+
+Every wait is bounded: connecting by ``connect_timeout``, each answer by ``timeout``. A server that goes away
+raises :class:`ServerGone`; one that stops answering raises ``TimeoutError``. Either way the episode is lost
+and the connection is closed (a late answer would otherwise be read as the answer to the next request);
+a new ``Client`` and a ``reset`` start over. An error the server reports raises :class:`ServerError` and the
+session goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+
+class ServerError(RuntimeError):
+    """The server answered a request with an error (``code`` is OpenEnv's or the server's, see ``protocol``)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{message} ({code})")
+        self.code = code
+        self.message = message
+
+
+class ServerGone(ConnectionError):
+    """The connection to the server is closed or cannot be opened; the episode is lost."""
+
+
+def ws_url(url: str) -> str:
+    """``ws[s]://host:port/ws`` for a server address given as ``http[s]://`` or ``ws[s]://``, with or without /ws."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme)
+    if scheme is None or not parts.netloc:
+        raise ValueError(f"Server address must look like http://127.0.0.1:8000, got {url!r}")
+    path = parts.path.rstrip("/")
+    return urlunsplit((scheme, parts.netloc, path if path.endswith("/ws") else f"{path}/ws", "", ""))
+
+
+class Client:
+    """One session (one env) on a ``python -m ragen_envs.serve`` server."""
+
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:8000",
+        *,
+        timeout: float = 180.0,
+        connect_timeout: float = 10.0,
+        max_message_bytes: int = 64 << 20,
+    ) -> None:
+        from websockets.exceptions import InvalidHandshake, InvalidURI
+        from websockets.sync.client import connect
+
+        self.url = ws_url(url)
+        self.timeout = timeout
+        try:
+            self._ws = connect(
+                self.url,
+                open_timeout=connect_timeout,
+                close_timeout=2.0,
+                max_size=max_message_bytes,
+                compression=None,  # loopback and LAN: deflate costs more CPU than it saves
+            )
+        except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as e:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e) or type(e).__name__
+            raise ServerGone(
+                f"Cannot open a session at {self.url}: {reason}. Is `python -m ragen_envs.serve` running there?"
+            ) from None
+
+    # ---- Gymnasium-shaped calls -------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, episode_id: str | None = None) -> tuple[str, dict[str, Any]]:
+        data: dict[str, Any] = {"seed": seed}
+        if episode_id is not None:
+            data["episode_id"] = episode_id
+        payload = self._request({"type": "reset", "data": data}, "reset")
+        return payload["observation"]["text"], payload["observation"]["info"]
+
+    def step(self, response: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if not isinstance(response, str):
+            raise TypeError(f"step() takes the model's text (a str), got {type(response).__name__}")
+        payload = self._request({"type": "step", "data": {"response": response}}, "step")
+        obs = payload["observation"]
+        return obs["text"], payload["reward"], obs["terminated"], obs["truncated"], obs["info"]
+
+    def state(self) -> dict[str, Any]:
+        return self._request({"type": "state"}, "state")
+
+    def close(self) -> None:
+        ws, self._ws = self._ws, None
+        if ws is None:
+            return
+        try:
+            ws.send(json.dumps({"type": "close"}))
+        except Exception:  # noqa: BLE001  (the server may be gone already)
+            pass
+        ws.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # ---- the wire ---------------------------------------------------------------------------------------
+    def _request(self, message: dict[str, Any], what: str) -> dict[str, Any]:
+        from websockets.exceptions import ConnectionClosed
+
+        if self._ws is None:
+            raise ServerGone(f"The session at {self.url} is closed; open a new Client")
+        try:
+            self._ws.send(json.dumps(message))
+            raw = self._ws.recv(timeout=self.timeout)
+        except ConnectionClosed as e:
+            self._drop()
+            rcvd = e.rcvd
+            why = f"code {rcvd.code}{': ' + rcvd.reason if rcvd.reason else ''}" if rcvd else "no close frame"
+            raise ServerGone(f"The server at {self.url} closed the connection during {what} ({why}); the episode is lost") from None
+        except TimeoutError:
+            self._drop()
+            raise TimeoutError(
+                f"No answer to {what} from {self.url} within {self.timeout:g} s; the session is closed"
+            ) from None
+        except OSError as e:
+            self._drop()
+            raise ServerGone(f"Lost the connection to {self.url} during {what}: {e}") from None
+        answer = json.loads(raw)
+        if answer.get("type") == "error":
+            data = answer.get("data", {})
+            raise ServerError(str(data.get("code", "UNKNOWN")), str(data.get("message", "")))
+        return answer["data"]
+
+    def _drop(self) -> None:
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            try:
+                ws.close()
+            except Exception:  # noqa: BLE001
+                pass

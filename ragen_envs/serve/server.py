@@ -1,0 +1,290 @@
+"""The server: one env per WebSocket session, every wait bounded, every bad request answered.
+
+Endpoints: ``/ws`` (OpenEnv's session protocol, see :mod:`ragen_envs.serve.protocol`), ``/health``,
+``/metadata`` and ``/schema`` (OpenEnv's shapes). OpenEnv's stateless HTTP ``/reset`` and ``/step`` are not
+served: every ``ragen/*`` env is multi-turn, and a fresh env per HTTP request cannot play a second turn.
+
+Bounds, all set on :class:`ServeConfig`: at most ``max_sessions`` sessions at once (one more is told
+``CAPACITY_REACHED`` and closed); a session that sends nothing for ``idle_timeout`` seconds is closed and its
+env freed (the idle reaper); making an env, a reset or a step that takes longer than ``step_timeout`` ends the
+session with ``TIMEOUT`` (the env is then in an unknown state); a reply the client does not read within
+``send_timeout`` ends it too; messages over ``max_message_bytes`` are answered ``MESSAGE_TOO_LARGE`` and
+dropped, and frames over 16 times that are refused by the WebSocket layer itself (close code 1009).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, TextIO
+
+from gymnasium.error import ResetNeeded
+
+from ragen_envs.core import check_range
+from ragen_envs.serve import protocol
+from ragen_envs.serve.protocol import BadRequest
+
+log = logging.getLogger("ragen_envs.serve")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    env_id: str
+    """A registered ``ragen/*`` id."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Passed to ``gym.make(env_id, **env_kwargs)`` for every session."""
+    host: str = "127.0.0.1"
+    """Loopback by default: the server has no authentication, so reaching it from other machines is opt-in."""
+    port: int = 8000
+    """0 lets the OS pick a free port (printed at start)."""
+    max_sessions: int = 64
+    idle_timeout: float = 300.0
+    """Seconds a session may stay silent before the server closes it and frees its env."""
+    step_timeout: float = 120.0
+    """Seconds one make / reset / step may take."""
+    send_timeout: float = 30.0
+    """Seconds a reply may wait for a client that does not read."""
+    max_message_bytes: int = 1 << 20
+
+    def __post_init__(self) -> None:
+        check_range("port", self.port, 0, 65535, integer=True)
+        check_range("max_sessions", self.max_sessions, 1, integer=True)
+        for name in ("idle_timeout", "step_timeout", "send_timeout"):
+            check_range(name, getattr(self, name), 0.001, 86400.0)
+        check_range("max_message_bytes", self.max_message_bytes, 1024, 1 << 28, integer=True)
+        if not isinstance(self.env_kwargs, dict):
+            raise ValueError(f"env_kwargs must be a JSON object, got {type(self.env_kwargs).__name__}")
+
+
+def check_env(config: ServeConfig) -> str:
+    """The resolved env id, after making (and closing) one env; ``ValueError`` with one line if it cannot be."""
+    import gymnasium as gym
+
+    from harness.config import resolve_env_id  # the one "unknown env, did you mean" in the project
+
+    env_id = resolve_env_id(config.env_id)
+    try:
+        env = gym.make(env_id, **config.env_kwargs)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"Bad --env-kwargs for {env_id}: {e}") from None
+    env.close()
+    return env_id
+
+
+class _Sessions:
+    """Counts open sessions (touched only from the event loop, so no lock)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.open = 0
+
+    def try_open(self) -> bool:
+        if self.open >= self.limit:
+            return False
+        self.open += 1
+        return True
+
+    def close(self) -> None:
+        self.open -= 1
+
+
+def make_app(config: ServeConfig):
+    """The ASGI app serving ``config.env_id`` (already resolved: see :func:`check_env`)."""
+    from fastapi import FastAPI
+    from starlette.routing import WebSocketRoute
+    from openenv.core.env_server.types import EnvironmentMetadata, SchemaResponse
+
+    from ragen_envs import __version__
+    from ragen_envs.serve.environment import RagenAction, RagenEnvironment, RagenObservation, RagenState
+
+    app = FastAPI(title=f"ragen-envs {config.env_id}", version=__version__, docs_url=None, redoc_url=None)
+    sessions = _Sessions(config.max_sessions)
+
+    @app.get("/health")
+    def health() -> dict[str, Any]:
+        return {"status": "healthy", "env_id": config.env_id, "sessions": sessions.open, "max_sessions": sessions.limit}
+
+    @app.get("/metadata")
+    def metadata() -> dict[str, Any]:
+        return EnvironmentMetadata(
+            name=config.env_id, description=f"{config.env_id} from ragen-envs", version=__version__
+        ).model_dump()
+
+    @app.get("/schema")
+    def schema() -> dict[str, Any]:
+        return SchemaResponse(
+            action=RagenAction.model_json_schema(),
+            observation=RagenObservation.model_json_schema(),
+            state=RagenState.model_json_schema(),
+        ).model_dump()
+
+    async def session(websocket) -> None:  # a plain Starlette route: no dependency injection per message
+        await websocket.accept()
+        if not sessions.try_open():
+            await _send(websocket, protocol.error_message(
+                protocol.CAPACITY_REACHED,
+                f"The server holds {sessions.limit} sessions, its limit (--max-sessions); try again when one closes",
+            ), config.send_timeout)
+            await _close(websocket, 1013)
+            return
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragen-session")  # an env stays on one thread
+        env: RagenEnvironment | None = None
+        try:
+            try:
+                env = await _run(executor, lambda: RagenEnvironment(config.env_id, config.env_kwargs), config.step_timeout)
+            except Exception as e:  # noqa: BLE001  (reported to the client, then the session ends)
+                code = protocol.TIMEOUT if isinstance(e, TimeoutError) else protocol.FACTORY_ERROR
+                await _send(websocket, protocol.error_message(code, f"Could not make {config.env_id}: {e}"),
+                            config.send_timeout)
+                await _close(websocket, 1011)
+                return
+            await _serve_session(websocket, env, executor, config)
+        finally:
+            if env is not None:
+                try:  # in its own thread, after any step still running there
+                    await _run(executor, env.close, config.step_timeout)
+                except Exception as e:  # noqa: BLE001
+                    log.warning("closing a %s session's env failed: %s", config.env_id, e)
+            executor.shutdown(wait=False)
+            sessions.close()
+
+    app.router.routes.append(WebSocketRoute("/ws", session))
+    return app
+
+
+async def _run(executor: ThreadPoolExecutor, fn: Callable[[], Any], timeout: float) -> Any:
+    future = asyncio.get_running_loop().run_in_executor(executor, fn)
+    try:
+        return await asyncio.wait_for(future, timeout)
+    except asyncio.TimeoutError:
+        raise TimeoutError(f"it took longer than {timeout:g} s (the server's --step-timeout)") from None
+
+
+async def _send(websocket, text: str, timeout: float) -> bool:
+    try:
+        await asyncio.wait_for(websocket.send_text(text), timeout)
+        return True
+    except Exception:  # noqa: BLE001  (a client that is gone or does not read)
+        return False
+
+
+async def _close(websocket, code: int, reason: str = "") -> None:
+    try:
+        await asyncio.wait_for(websocket.close(code=code, reason=reason[:120]), 5.0)
+    except Exception:  # noqa: BLE001  (already closed)
+        pass
+
+
+async def _serve_session(websocket, env, executor: ThreadPoolExecutor, config: ServeConfig) -> None:
+    from openenv.core.env_server import serialize_observation
+
+    from ragen_envs.serve.environment import RagenAction
+
+    limit = config.max_message_bytes
+    while True:
+        try:
+            event = await asyncio.wait_for(websocket.receive(), config.idle_timeout)
+        except asyncio.TimeoutError:
+            await _send(websocket, protocol.error_message(
+                protocol.IDLE_TIMEOUT,
+                f"No message for {config.idle_timeout:g} s (the server's --idle-timeout): session closed",
+            ), config.send_timeout)
+            await _close(websocket, 1000, "idle")
+            return
+        if event["type"] == "websocket.disconnect":
+            return
+        text = event.get("text")
+        try:
+            if text is None:
+                raise BadRequest(protocol.VALIDATION_ERROR, "Send JSON messages as text frames, not binary")
+            if len(text) > limit // 4 and len(text.encode("utf-8", "surrogatepass")) > limit:
+                raise BadRequest(
+                    protocol.MESSAGE_TOO_LARGE,
+                    f"The message has {len(text.encode('utf-8', 'surrogatepass'))} bytes; the server takes at most"
+                    f" {limit} (--max-message-bytes)",
+                )
+            request = protocol.parse_request(text)
+        except BadRequest as e:
+            if not await _send(websocket, protocol.error_message(e.code, e.message), config.send_timeout):
+                return
+            continue
+
+        if request.type == "close":
+            await _close(websocket, 1000)
+            return
+        if request.type == "state":
+            answer = protocol.reply("state", env.state.model_dump())
+        else:
+            if request.type == "reset":
+                call = lambda: env.reset(**request.data)  # noqa: E731
+            elif env.state.needs_reset:
+                call = None
+            else:
+                action = RagenAction(**request.data)
+                call = lambda: env.step(action)  # noqa: E731
+            if call is None:
+                answer = protocol.error_message(
+                    protocol.RESET_NEEDED,
+                    "Step before reset or after the episode ended: send {\"type\": \"reset\"} first",
+                )
+            else:
+                try:
+                    observation = await _run(executor, call, config.step_timeout)
+                    answer = protocol.reply("observation", serialize_observation(observation))
+                except TimeoutError as e:
+                    await _send(websocket, protocol.error_message(
+                        protocol.TIMEOUT, f"The {request.type} did not finish: {e}; session closed"
+                    ), config.send_timeout)
+                    await _close(websocket, 1011, "timeout")
+                    return
+                except ResetNeeded as e:
+                    answer = protocol.error_message(protocol.RESET_NEEDED, str(e))
+                except Exception as e:  # noqa: BLE001  (an env failure is the client's to see, not a dead server)
+                    log.exception("%s %s failed", config.env_id, request.type)
+                    answer = protocol.error_message(protocol.EXECUTION_ERROR, f"{type(e).__name__}: {e}")
+        if not await _send(websocket, answer, config.send_timeout):
+            return
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: one the OS picks)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family, backlog=256)
+    return sock
+
+
+def serve(config: ServeConfig, out: TextIO = sys.stdout) -> None:
+    """Run the server until SIGINT/SIGTERM; the first line on ``out`` gives the bound address."""
+    import uvicorn
+
+    app = make_app(config)
+    sock = bind(config.host, config.port)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    # Printed once the socket listens: a client connecting now waits in the backlog until uvicorn accepts.
+    print(
+        f"ragen_envs.serve: {config.env_id} on http://{shown}:{port} (WebSocket /ws, OpenEnv protocol;"
+        f" up to {config.max_sessions} sessions)",
+        file=out,
+        flush=True,
+    )
+    if host not in ("127.0.0.1", "::1", "localhost"):
+        print(f"warning: listening on {host}: anyone who reaches this port can open sessions (no authentication)",
+              file=sys.stderr, flush=True)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            ws_max_size=16 * config.max_message_bytes,
+            ws_ping_interval=20.0,
+            ws_ping_timeout=20.0,
+            timeout_keep_alive=5,
+            timeout_graceful_shutdown=5,
+            lifespan="off",
+        )
+    )
+    server.run(sockets=[sock])

@@ -1,0 +1,89 @@
+"""Episodes over the socket are byte-identical to in-process ``gym.make``, for every registered env, with our
+client and with OpenEnv's own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import gymnasium as gym
+import pytest
+from conftest import Server
+from episodes import lockstep, responses
+
+import ragen_envs
+from ragen_envs.serve import Client
+
+ENV_IDS = ragen_envs.registered_ids()
+SEEDS = (0, 1, 7)
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """One server per registered id, started side by side (each start is mostly imports)."""
+    started = {env_id: Server(env_id) for env_id in ENV_IDS}
+    try:
+        for server in started.values():
+            server.wait()
+        yield started
+    finally:
+        for server in started.values():
+            server.stop()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_served_episodes_equal_in_process_ones(servers, env_id):
+    turns = 0
+    with Client(servers[env_id].url) as remote:
+        for seed in SEEDS:
+            local, served = lockstep(env_id, seed, remote)
+            assert served == local, f"{env_id} seed {seed}"
+            turns += len(json.loads(local)) - 1
+    assert turns >= 2 * len(SEEDS)  # the script plays more than one turn per episode
+
+
+def test_many_concurrent_sessions_each_get_their_own_episode(start_server):
+    sessions = 32
+    server = start_server("ragen/Sokoban-v0", "--max-sessions", str(sessions))
+
+    def play(i: int) -> tuple[str, str]:
+        with Client(server.url) as remote:
+            return lockstep("ragen/Sokoban-v0", 100 + i, remote)
+
+    with ThreadPoolExecutor(sessions) as pool:
+        results = list(pool.map(play, range(sessions)))
+    for local, served in results:
+        assert served == local
+    assert len({local for local, _ in results}) == sessions
+
+
+def test_openenv_generic_client_plays_the_same_episodes(start_server):
+    from openenv import GenericEnvClient
+
+    env_id = "ragen/Sokoban-v0"
+    server = start_server(env_id)
+
+    async def play(seed: int) -> tuple[list, list]:
+        env = gym.make(env_id)
+        env.action_space.seed(seed)
+        text, info = env.reset(seed=seed)
+        local, served = [[text, info, None, False]], []
+        async with GenericEnvClient(base_url=server.url) as remote:
+            result = await remote.reset(seed=seed)
+            served.append([result.observation["text"], result.observation["info"], result.reward, result.done])
+            for turn in range(30):
+                response = responses(env, turn)
+                text, reward, terminated, truncated, info = env.step(response)
+                local.append([text, info, reward, terminated or truncated])
+                result = await remote.step({"response": response})
+                served.append([result.observation["text"], result.observation["info"], result.reward, result.done])
+                if terminated or truncated:
+                    break
+        return local, served
+
+    async def main():
+        return await asyncio.gather(*(play(seed) for seed in range(8)))
+
+    for local, served in asyncio.run(main()):
+        assert json.dumps(served) == json.dumps(local)
