@@ -27,7 +27,13 @@ def require_extra() -> None:
     """``ImportError`` with the install command when a package of the ``serve`` extra is missing."""
     import importlib.util
 
-    missing = [name for name in _REQUIRED if importlib.util.find_spec(name) is None]
+    def absent(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is None
+        except ImportError:  # a broken install counts as missing
+            return True
+
+    missing = [name for name in _REQUIRED if absent(name)]
     if missing:
         raise ImportError(f"{INSTALL_HINT} (missing: {', '.join(missing)})")
 

@@ -18,7 +18,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed)")
     p.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions (one env each)")
     p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds of silence before a session is closed")
-    p.add_argument("--step-timeout", type=float, default=120.0, help="seconds one make/reset/step may take")
+    p.add_argument("--make-timeout", type=float, default=120.0, help="seconds making a session's env may take")
+    p.add_argument("--step-timeout", type=float, default=120.0, help="seconds one reset or step may take")
     p.add_argument("--send-timeout", type=float, default=30.0, help="seconds a reply may wait for a slow reader")
     p.add_argument("--max-message-bytes", type=int, default=1 << 20, help="largest request answered")
     return p.parse_args(argv)
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
             port=args.port,
             max_sessions=args.max_sessions,
             idle_timeout=args.idle_timeout,
+            make_timeout=args.make_timeout,
             step_timeout=args.step_timeout,
             send_timeout=args.send_timeout,
             max_message_bytes=args.max_message_bytes,

@@ -25,7 +25,12 @@ class ServerError(RuntimeError):
 
 
 class ServerGone(ConnectionError):
-    """The connection to the server is closed or cannot be opened; the episode is lost."""
+    """The connection to the server is closed or cannot be opened; the episode is lost. ``code`` is the error
+    the server sent before closing (``CAPACITY_REACHED``, ``IDLE_TIMEOUT``, ...), if it sent one."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def ws_url(url: str) -> str:
@@ -55,13 +60,14 @@ class Client:
         self.url = ws_url(url)
         self.timeout = timeout
         try:
+            # Entered by hand: the session outlives this call (websockets 17 asks for a `with` otherwise).
             self._ws = connect(
                 self.url,
                 open_timeout=connect_timeout,
                 close_timeout=2.0,
                 max_size=max_message_bytes,
                 compression=None,  # loopback and LAN: deflate costs more CPU than it saves
-            )
+            ).__enter__()
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as e:
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e) or type(e).__name__
             raise ServerGone(
@@ -118,10 +124,16 @@ class Client:
             self._ws.send(json.dumps(message))
             raw = self._ws.recv(timeout=self.timeout)
         except ConnectionClosed as e:
+            last_word = self._last_word()
             self._drop()
             rcvd = e.rcvd
             why = f"code {rcvd.code}{': ' + rcvd.reason if rcvd.reason else ''}" if rcvd else "no close frame"
-            raise ServerGone(f"The server at {self.url} closed the connection during {what} ({why}); the episode is lost") from None
+            if last_word is not None:
+                why = f"{last_word[1]} ({last_word[0]})"
+            raise ServerGone(
+                f"The server at {self.url} closed the connection during {what}: {why}; the episode is lost",
+                last_word[0] if last_word else None,
+            ) from None
         except TimeoutError:
             self._drop()
             raise TimeoutError(
@@ -135,6 +147,15 @@ class Client:
             data = answer.get("data", {})
             raise ServerError(str(data.get("code", "UNKNOWN")), str(data.get("message", "")))
         return answer["data"]
+
+    def _last_word(self) -> tuple[str, str] | None:
+        """(code, message) of an error the server sent just before it closed (a full server, an idle session)."""
+        try:
+            answer = json.loads(self._ws.recv(timeout=0.5))
+            data = answer.get("data", {}) if answer.get("type") == "error" else None
+            return (str(data.get("code")), str(data.get("message"))) if data else None
+        except Exception:  # noqa: BLE001  (nothing was left to read)
+            return None
 
     def _drop(self) -> None:
         ws, self._ws = self._ws, None

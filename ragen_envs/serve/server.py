@@ -6,8 +6,8 @@ served: every ``ragen/*`` env is multi-turn, and a fresh env per HTTP request ca
 
 Bounds, all set on :class:`ServeConfig`: at most ``max_sessions`` sessions at once (one more is told
 ``CAPACITY_REACHED`` and closed); a session that sends nothing for ``idle_timeout`` seconds is closed and its
-env freed (the idle reaper); making an env, a reset or a step that takes longer than ``step_timeout`` ends the
-session with ``TIMEOUT`` (the env is then in an unknown state); a reply the client does not read within
+env freed (the idle reaper); making an env longer than ``make_timeout``, or a reset or step longer than
+``step_timeout``, ends the session with ``TIMEOUT`` (the env is then in an unknown state); a reply the client does not read within
 ``send_timeout`` ends it too; messages over ``max_message_bytes`` are answered ``MESSAGE_TOO_LARGE`` and
 dropped, and frames over 16 times that are refused by the WebSocket layer itself (close code 1009).
 """
@@ -44,8 +44,10 @@ class ServeConfig:
     max_sessions: int = 64
     idle_timeout: float = 300.0
     """Seconds a session may stay silent before the server closes it and frees its env."""
+    make_timeout: float = 120.0
+    """Seconds making a session's env may take (a sandbox or a catalogue may load)."""
     step_timeout: float = 120.0
-    """Seconds one make / reset / step may take."""
+    """Seconds one reset or step may take."""
     send_timeout: float = 30.0
     """Seconds a reply may wait for a client that does not read."""
     max_message_bytes: int = 1 << 20
@@ -53,7 +55,7 @@ class ServeConfig:
     def __post_init__(self) -> None:
         check_range("port", self.port, 0, 65535, integer=True)
         check_range("max_sessions", self.max_sessions, 1, integer=True)
-        for name in ("idle_timeout", "step_timeout", "send_timeout"):
+        for name in ("idle_timeout", "make_timeout", "step_timeout", "send_timeout"):
             check_range(name, getattr(self, name), 0.001, 86400.0)
         check_range("max_message_bytes", self.max_message_bytes, 1024, 1 << 28, integer=True)
         if not isinstance(self.env_kwargs, dict):
@@ -135,7 +137,8 @@ def make_app(config: ServeConfig):
         env: RagenEnvironment | None = None
         try:
             try:
-                env = await _run(executor, lambda: RagenEnvironment(config.env_id, config.env_kwargs), config.step_timeout)
+                make = lambda: RagenEnvironment(config.env_id, config.env_kwargs)  # noqa: E731
+                env = await _run(executor, make, config.make_timeout, "--make-timeout")
             except Exception as e:  # noqa: BLE001  (reported to the client, then the session ends)
                 code = protocol.TIMEOUT if isinstance(e, TimeoutError) else protocol.FACTORY_ERROR
                 await _send(websocket, protocol.error_message(code, f"Could not make {config.env_id}: {e}"),
@@ -146,7 +149,7 @@ def make_app(config: ServeConfig):
         finally:
             if env is not None:
                 try:  # in its own thread, after any step still running there
-                    await _run(executor, env.close, config.step_timeout)
+                    await _run(executor, env.close, config.make_timeout, "--make-timeout")
                 except Exception as e:  # noqa: BLE001
                     log.warning("closing a %s session's env failed: %s", config.env_id, e)
             executor.shutdown(wait=False)
@@ -156,12 +159,12 @@ def make_app(config: ServeConfig):
     return app
 
 
-async def _run(executor: ThreadPoolExecutor, fn: Callable[[], Any], timeout: float) -> Any:
+async def _run(executor: ThreadPoolExecutor, fn: Callable[[], Any], timeout: float, flag: str = "--step-timeout") -> Any:
     future = asyncio.get_running_loop().run_in_executor(executor, fn)
     try:
         return await asyncio.wait_for(future, timeout)
     except asyncio.TimeoutError:
-        raise TimeoutError(f"it took longer than {timeout:g} s (the server's --step-timeout)") from None
+        raise TimeoutError(f"it took longer than {timeout:g} s (the server's {flag})") from None
 
 
 async def _send(websocket, text: str, timeout: float) -> bool:

@@ -12,12 +12,12 @@ JUNK = ("", "<answer>", "<think>a</think>", "hello", "<think>x</think><answer>\u
 
 
 def responses(env: gym.Env, turn: int) -> str:
-    """Random well-formed actions and junk first, the oracle every fifth turn: long episodes that still end."""
+    """Junk and random well-formed actions first, the oracle every fifth turn: long episodes that still end."""
     phase = turn % 5
     if phase in (0, 2):
-        return env.action_space.sample()
-    if phase in (1, 3):
         return JUNK[turn % len(JUNK)]
+    if phase in (1, 3):
+        return env.action_space.sample()
     return env.unwrapped.oracle_response()
 
 

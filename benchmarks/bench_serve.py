@@ -1,0 +1,128 @@
+"""Steps/s over the OpenEnv server's WebSocket vs in-process ``gym.make``, for a cheap and an expensive env.
+
+    python benchmarks/bench_serve.py                      # both envs, 5 interleaved rounds
+    python benchmarks/bench_serve.py --envs ragen/Sokoban-v0 --rounds 9 --sessions 8
+
+Each env's episodes are planned once in process (random well-formed actions with the oracle every third turn,
+seeds 0..N-1), then replayed three ways, round by round on the same CPU: in process; through one
+``ragen_envs.serve.Client`` session (each step a round trip); and through ``--sessions`` concurrent sessions
+(threads, one Client each). A step is one ``step(text)``; resets are timed too but not counted. Rates are wall
+clock (the server is another process), so the load on the machine is printed beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import gymnasium as gym
+
+import ragen_envs  # noqa: F401  (registers the ids)
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_ENVS = {"ragen/Sokoban-v0": 64, "ragen/CodeExec-v0": 4}
+"""env id -> episodes per round: Sokoban's step is tens of microseconds, CodeExec's runs tests in a sandbox."""
+
+
+def plan(env_id: str, episodes: int) -> list[tuple[int, list[str]]]:
+    """(seed, responses) per episode, played once in process so every replay takes the same path."""
+    plans = []
+    env = gym.make(env_id)
+    for seed in range(episodes):
+        env.reset(seed=seed)
+        env.action_space.seed(seed)
+        responses, done, turn = [], False, 0
+        while not done:
+            response = env.unwrapped.oracle_response() if turn % 3 == 2 else env.action_space.sample()
+            _, _, terminated, truncated, _ = env.step(response)
+            responses.append(response)
+            done, turn = terminated or truncated, turn + 1
+        plans.append((seed, responses))
+    env.close()
+    return plans
+
+
+def replay(env, plans) -> int:
+    steps = 0
+    for seed, responses in plans:
+        env.reset(seed=seed)
+        for response in responses:
+            env.step(response)
+            steps += 1
+    return steps
+
+
+def in_process(env_id: str, plans) -> float:
+    env = gym.make(env_id)
+    replay(env, plans[:1])  # warm: first-call imports and caches are not the steady state
+    start = time.perf_counter()
+    steps = replay(env, plans)
+    elapsed = time.perf_counter() - start
+    env.close()
+    return steps / elapsed
+
+
+def over_socket(url: str, plans, sessions: int) -> float:
+    from ragen_envs.serve import Client
+
+    shares = [plans[i::sessions] for i in range(sessions)]
+    clients = [Client(url) for _ in range(sessions)]
+    for client in clients:
+        replay(client, plans[:1])
+    with ThreadPoolExecutor(sessions) as pool:
+        start = time.perf_counter()
+        steps = sum(pool.map(replay, clients, shares))
+        elapsed = time.perf_counter() - start
+    for client in clients:
+        client.close()
+    return steps / elapsed
+
+
+def start_server(env_id: str, sessions: int) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragen_envs.serve", "--env", env_id, "--port", "0", "--max-sessions", str(sessions + 2)],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    line = proc.stdout.readline()
+    match = re.search(r" on (http://\S+) ", line)
+    if not match:
+        proc.kill()
+        raise SystemExit(f"server for {env_id} did not start")
+    return proc, match.group(1)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--envs", nargs="*", default=list(DEFAULT_ENVS))
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--sessions", type=int, default=8)
+    args = p.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| env | in process (steps/s) | socket, 1 session | ratio | socket, %d sessions | ratio |" % args.sessions)
+    print("|---|---:|---:|---:|---:|---:|")
+    for env_id in args.envs:
+        plans = plan(env_id, DEFAULT_ENVS.get(env_id, 16))
+        proc, url = start_server(env_id, args.sessions)
+        try:
+            local, one, many = [], [], []
+            for _ in range(args.rounds):
+                local.append(in_process(env_id, plans))
+                one.append(over_socket(url, plans, 1))
+                many.append(over_socket(url, plans, args.sessions))
+        finally:
+            proc.terminate()
+            proc.wait(30)
+        lo, o, m = (statistics.median(x) for x in (local, one, many))
+        print(f"| {env_id} | {lo:,.0f} | {o:,.0f} | {o / lo:.2f} | {m:,.0f} | {m / lo:.2f} |", flush=True)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
