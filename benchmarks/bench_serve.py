@@ -88,7 +88,10 @@ def over_socket(url: str, plans, sessions: int) -> float:
 def start_server(env_id: str, sessions: int) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragen_envs.serve", "--env", env_id, "--port", "0", "--max-sessions", str(sessions + 2)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     line = proc.stdout.readline()
     match = re.search(r" on (http://\S+) ", line)
@@ -105,7 +108,7 @@ def main() -> None:
     p.add_argument("--sessions", type=int, default=8)
     args = p.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("| env | in process (steps/s) | socket, 1 session | ratio | socket, %d sessions | ratio |" % args.sessions)
+    print(f"| env | in process (steps/s) | socket, 1 session | ratio | socket, {args.sessions} sessions | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
     for env_id in args.envs:
         plans = plan(env_id, DEFAULT_ENVS.get(env_id, 16))

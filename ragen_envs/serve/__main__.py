@@ -13,7 +13,7 @@ from ragen_envs.serve import INSTALL_HINT
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m ragen_envs.serve", description=__doc__.split(":", 1)[1].strip())
     p.add_argument("--env", required=True, help="a registered id, e.g. ragen/Sokoban-v0 (or Sokoban-v0)")
-    p.add_argument("--env-kwargs", default="{}", help='JSON object passed to gym.make, e.g. \'{"max_turns": 5}\'')
+    p.add_argument("--env-kwargs", default="{}", help="JSON object passed to gym.make, e.g. '{\"max_turns\": 5}'")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback; 0.0.0.0 for all)")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed)")
     p.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions (one env each)")

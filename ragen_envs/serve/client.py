@@ -2,7 +2,8 @@
 terminated, truncated, info)``.
 
 Every wait is bounded: connecting by ``connect_timeout``, each answer by ``timeout``. A server that goes away
-raises :class:`ServerGone`; one that stops answering raises ``TimeoutError``. Either way the episode is lost
+(or ends the session: full, idle too long, a step past its timeout) raises :class:`ServerGone`; one that stops
+answering raises ``TimeoutError``. Either way the episode is lost
 and the connection is closed (a late answer would otherwise be read as the answer to the next request);
 a new ``Client`` and a ``reset`` start over. An error the server reports raises :class:`ServerError` and the
 session goes on.
@@ -13,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+from ragen_envs.serve.protocol import SESSION_ENDING
 
 
 class ServerError(RuntimeError):
@@ -145,7 +148,11 @@ class Client:
         answer = json.loads(raw)
         if answer.get("type") == "error":
             data = answer.get("data", {})
-            raise ServerError(str(data.get("code", "UNKNOWN")), str(data.get("message", "")))
+            code, message = str(data.get("code", "UNKNOWN")), str(data.get("message", ""))
+            if code in SESSION_ENDING:
+                self._drop()
+                raise ServerGone(f"The server at {self.url} ended the session during {what}: {message} ({code})", code)
+            raise ServerError(code, message)
         return answer["data"]
 
     def _last_word(self) -> tuple[str, str] | None:

@@ -68,7 +68,12 @@ class RagenEnvironment(Environment[RagenAction, RagenObservation, RagenState]):
         state.turn = int(info.get("turn", state.step_count))
         state.episode_done = state.needs_reset = bool(terminated or truncated)
         return RagenObservation(
-            text=text, info=info, reward=reward, terminated=terminated, truncated=truncated, done=terminated or truncated
+            text=text,
+            info=info,
+            reward=reward,
+            terminated=terminated,
+            truncated=truncated,
+            done=terminated or truncated,
         )
 
     @property

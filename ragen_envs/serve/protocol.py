@@ -31,6 +31,8 @@ MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
 RESET_NEEDED = "RESET_NEEDED"
 TIMEOUT = "TIMEOUT"
 IDLE_TIMEOUT = "IDLE_TIMEOUT"
+SESSION_ENDING = frozenset({CAPACITY_REACHED, FACTORY_ERROR, TIMEOUT, IDLE_TIMEOUT})
+"""Errors the server sends just before it closes the session."""
 
 
 class BadRequest(ValueError):
@@ -111,7 +113,8 @@ def _check_reset(data: dict[str, Any]) -> None:
     episode_id = data.get("episode_id")
     if episode_id is not None and (not isinstance(episode_id, str) or len(episode_id) > MAX_EPISODE_ID_CHARS):
         raise BadRequest(
-            VALIDATION_ERROR, f"reset 'episode_id' must be a string of at most {MAX_EPISODE_ID_CHARS} characters or null"
+            VALIDATION_ERROR,
+            f"reset 'episode_id' must be a string of at most {MAX_EPISODE_ID_CHARS} characters or null",
         )
 
 
@@ -121,7 +124,8 @@ def _check_step(data: Any) -> None:
     for name in data:
         if name not in ("response", "metadata"):
             raise BadRequest(
-                VALIDATION_ERROR, f"Unknown step field {name[:40]!r}.{_hint(name, ('response',))} Allowed: response, metadata"
+                VALIDATION_ERROR,
+                f"Unknown step field {name[:40]!r}.{_hint(name, ('response',))} Allowed: response, metadata",
             )
     if not isinstance(data["response"], str):
         raise BadRequest(VALIDATION_ERROR, f"step 'response' must be a string, got {_kind(data['response'])}")

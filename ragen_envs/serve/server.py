@@ -15,12 +15,14 @@ dropped, and frames over 16 times that are refused by the WebSocket layer itself
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from gymnasium.error import ResetNeeded
 
@@ -97,8 +99,8 @@ class _Sessions:
 def make_app(config: ServeConfig):
     """The ASGI app serving ``config.env_id`` (already resolved: see :func:`check_env`)."""
     from fastapi import FastAPI
-    from starlette.routing import WebSocketRoute
     from openenv.core.env_server.types import EnvironmentMetadata, SchemaResponse
+    from starlette.routing import WebSocketRoute
 
     from ragen_envs import __version__
     from ragen_envs.serve.environment import RagenAction, RagenEnvironment, RagenObservation, RagenState
@@ -127,10 +129,14 @@ def make_app(config: ServeConfig):
     async def session(websocket) -> None:  # a plain Starlette route: no dependency injection per message
         await websocket.accept()
         if not sessions.try_open():
-            await _send(websocket, protocol.error_message(
-                protocol.CAPACITY_REACHED,
-                f"The server holds {sessions.limit} sessions, its limit (--max-sessions); try again when one closes",
-            ), config.send_timeout)
+            await _send(
+                websocket,
+                protocol.error_message(
+                    protocol.CAPACITY_REACHED,
+                    f"The server holds {sessions.limit} sessions, its limit (--max-sessions); try again when one closes",
+                ),
+                config.send_timeout,
+            )
             await _close(websocket, 1013)
             return
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragen-session")  # an env stays on one thread
@@ -141,8 +147,9 @@ def make_app(config: ServeConfig):
                 env = await _run(executor, make, config.make_timeout, "--make-timeout")
             except Exception as e:  # noqa: BLE001  (reported to the client, then the session ends)
                 code = protocol.TIMEOUT if isinstance(e, TimeoutError) else protocol.FACTORY_ERROR
-                await _send(websocket, protocol.error_message(code, f"Could not make {config.env_id}: {e}"),
-                            config.send_timeout)
+                await _send(
+                    websocket, protocol.error_message(code, f"Could not make {config.env_id}: {e}"), config.send_timeout
+                )
                 await _close(websocket, 1011)
                 return
             await _serve_session(websocket, env, executor, config)
@@ -159,7 +166,9 @@ def make_app(config: ServeConfig):
     return app
 
 
-async def _run(executor: ThreadPoolExecutor, fn: Callable[[], Any], timeout: float, flag: str = "--step-timeout") -> Any:
+async def _run(
+    executor: ThreadPoolExecutor, fn: Callable[[], Any], timeout: float, flag: str = "--step-timeout"
+) -> Any:
     future = asyncio.get_running_loop().run_in_executor(executor, fn)
     try:
         return await asyncio.wait_for(future, timeout)
@@ -182,73 +191,83 @@ async def _close(websocket, code: int, reason: str = "") -> None:
         pass
 
 
-async def _serve_session(websocket, env, executor: ThreadPoolExecutor, config: ServeConfig) -> None:
+class _SessionOver(Exception):
+    """The session must end after this answer (a timed-out call left the env in an unknown state)."""
+
+    def __init__(self, answer: str, close_code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.answer, self.close_code, self.reason = answer, close_code, reason
+
+
+def _read(event: dict[str, Any], limit: int) -> protocol.Request:
+    """The request in one received frame; :class:`BadRequest` naming what is wrong otherwise."""
+    text = event.get("text")
+    if text is None:
+        raise BadRequest(protocol.VALIDATION_ERROR, "Send JSON messages as text frames, not binary")
+    if len(text) > limit // 4:  # UTF-8 takes at most 4 bytes a character: shorter texts cannot be over
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            raise BadRequest(
+                protocol.MESSAGE_TOO_LARGE,
+                f"The message has {size} bytes; the server takes at most {limit} (--max-message-bytes)",
+            )
+    return protocol.parse_request(text)
+
+
+async def _answer(request: protocol.Request, env, executor: ThreadPoolExecutor, config: ServeConfig) -> str:
+    """The reply to a reset, step or state request (errors included)."""
     from openenv.core.env_server import serialize_observation
 
     from ragen_envs.serve.environment import RagenAction
 
-    limit = config.max_message_bytes
+    if request.type == "state":
+        return protocol.reply("state", env.state.model_dump())
+    if request.type == "reset":
+        call = functools.partial(env.reset, **request.data)
+    elif env.state.needs_reset:
+        return protocol.error_message(
+            protocol.RESET_NEEDED, 'Step before reset or after the episode ended: send {"type": "reset"} first'
+        )
+    else:
+        call = functools.partial(env.step, RagenAction(**request.data))
+    try:
+        observation = await _run(executor, call, config.step_timeout)
+    except TimeoutError as e:
+        answer = protocol.error_message(protocol.TIMEOUT, f"The {request.type} did not finish: {e}; session closed")
+        raise _SessionOver(answer, 1011, "timeout") from None
+    except ResetNeeded as e:
+        return protocol.error_message(protocol.RESET_NEEDED, str(e))
+    except Exception as e:  # noqa: BLE001  (an env failure is the client's to see, not a dead server)
+        log.exception("%s %s failed", config.env_id, request.type)
+        return protocol.error_message(protocol.EXECUTION_ERROR, f"{type(e).__name__}: {e}")
+    return protocol.reply("observation", serialize_observation(observation))
+
+
+async def _serve_session(websocket, env, executor: ThreadPoolExecutor, config: ServeConfig) -> None:
     while True:
         try:
             event = await asyncio.wait_for(websocket.receive(), config.idle_timeout)
-        except asyncio.TimeoutError:
-            await _send(websocket, protocol.error_message(
-                protocol.IDLE_TIMEOUT,
-                f"No message for {config.idle_timeout:g} s (the server's --idle-timeout): session closed",
-            ), config.send_timeout)
+        except asyncio.TimeoutError:  # the idle reaper
+            idle = f"No message for {config.idle_timeout:g} s (the server's --idle-timeout): session closed"
+            await _send(websocket, protocol.error_message(protocol.IDLE_TIMEOUT, idle), config.send_timeout)
             await _close(websocket, 1000, "idle")
             return
         if event["type"] == "websocket.disconnect":
             return
-        text = event.get("text")
         try:
-            if text is None:
-                raise BadRequest(protocol.VALIDATION_ERROR, "Send JSON messages as text frames, not binary")
-            if len(text) > limit // 4 and len(text.encode("utf-8", "surrogatepass")) > limit:
-                raise BadRequest(
-                    protocol.MESSAGE_TOO_LARGE,
-                    f"The message has {len(text.encode('utf-8', 'surrogatepass'))} bytes; the server takes at most"
-                    f" {limit} (--max-message-bytes)",
-                )
-            request = protocol.parse_request(text)
+            request = _read(event, config.max_message_bytes)
         except BadRequest as e:
-            if not await _send(websocket, protocol.error_message(e.code, e.message), config.send_timeout):
-                return
-            continue
-
-        if request.type == "close":
-            await _close(websocket, 1000)
-            return
-        if request.type == "state":
-            answer = protocol.reply("state", env.state.model_dump())
+            answer = protocol.error_message(e.code, e.message)
         else:
-            if request.type == "reset":
-                call = lambda: env.reset(**request.data)  # noqa: E731
-            elif env.state.needs_reset:
-                call = None
-            else:
-                action = RagenAction(**request.data)
-                call = lambda: env.step(action)  # noqa: E731
-            if call is None:
-                answer = protocol.error_message(
-                    protocol.RESET_NEEDED,
-                    "Step before reset or after the episode ended: send {\"type\": \"reset\"} first",
-                )
-            else:
-                try:
-                    observation = await _run(executor, call, config.step_timeout)
-                    answer = protocol.reply("observation", serialize_observation(observation))
-                except TimeoutError as e:
-                    await _send(websocket, protocol.error_message(
-                        protocol.TIMEOUT, f"The {request.type} did not finish: {e}; session closed"
-                    ), config.send_timeout)
-                    await _close(websocket, 1011, "timeout")
-                    return
-                except ResetNeeded as e:
-                    answer = protocol.error_message(protocol.RESET_NEEDED, str(e))
-                except Exception as e:  # noqa: BLE001  (an env failure is the client's to see, not a dead server)
-                    log.exception("%s %s failed", config.env_id, request.type)
-                    answer = protocol.error_message(protocol.EXECUTION_ERROR, f"{type(e).__name__}: {e}")
+            if request.type == "close":
+                await _close(websocket, 1000)
+                return
+            try:
+                answer = await _answer(request, env, executor, config)
+            except _SessionOver as over:
+                await _send(websocket, over.answer, config.send_timeout)
+                await _close(websocket, over.close_code, over.reason)
+                return
         if not await _send(websocket, answer, config.send_timeout):
             return
 
@@ -276,8 +295,11 @@ def serve(config: ServeConfig, out: TextIO = sys.stdout) -> None:
         flush=True,
     )
     if host not in ("127.0.0.1", "::1", "localhost"):
-        print(f"warning: listening on {host}: anyone who reaches this port can open sessions (no authentication)",
-              file=sys.stderr, flush=True)
+        print(
+            f"warning: listening on {host}: anyone who reaches this port can open sessions (no authentication)",
+            file=sys.stderr,
+            flush=True,
+        )
     server = uvicorn.Server(
         uvicorn.Config(
             app,

@@ -76,7 +76,9 @@ def test_bad_requests_are_answered_and_the_episode_goes_on(start_server):
                 served = ask(sock, json.dumps({"type": "step", "data": {"response": response}}))["data"]
                 text, reward, terminated, truncated, info = env.step(response)
                 assert (served["observation"]["text"], served["reward"], served["observation"]["info"]) == (
-                    text, reward, info
+                    text,
+                    reward,
+                    info,
                 )
                 if terminated or truncated:
                     ask(sock, json.dumps({"type": "reset", "data": {"seed": 5}}))
@@ -149,13 +151,15 @@ def test_a_step_past_the_step_timeout_ends_the_session_with_the_reason(start_ser
     server = start_server("ragen/CodeExec-v0", "--step-timeout", "2", "--env-kwargs", '{"per_test_s": 6.0}')
     with Client(server.url) as remote:
         name = re.search(r"def (\w+)\(", remote.reset(seed=0)[0]).group(1)
-        sleeper = f"<think>wait</think><answer>```python\ndef {name}(*a):\n    import time\n    time.sleep(10)\n```</answer>"
+        sleeper = (
+            f"<think>wait</think><answer>```python\ndef {name}(*a):\n    import time\n    time.sleep(10)\n```</answer>"
+        )
         started = time.monotonic()
-        with pytest.raises(ServerError) as err:
+        with pytest.raises(ServerGone, match="--step-timeout") as err:
             remote.step(sleeper)
-        assert err.value.code == "TIMEOUT" and "--step-timeout" in err.value.message
+        assert err.value.code == "TIMEOUT"
         assert time.monotonic() - started < 5.5  # answered at the timeout, not when the step finished
-        with pytest.raises(ServerGone, match="closed the connection"):
+        with pytest.raises(ServerGone, match="open a new Client"):
             remote.step(sleeper)
 
 
@@ -239,7 +243,11 @@ def test_the_package_works_without_the_serve_extra(tmp_path):
         "try:\n    ragen_envs.serve.Client\nexcept ImportError as e:\n    print(e)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, **blocked},
     )
     assert done.returncode == 0, done.stderr

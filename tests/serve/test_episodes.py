@@ -40,7 +40,8 @@ def test_served_episodes_equal_in_process_ones(servers, env_id):
             local, served = lockstep(env_id, seed, remote)
             assert served == local, f"{env_id} seed {seed}"
             turns += len(json.loads(local)) - 1
-    assert turns >= 2 * len(SEEDS)  # the script plays more than one turn per episode
+    # The script plays past the first turn wherever the env allows more than one.
+    assert turns >= min(2, gym.make(env_id).unwrapped.max_turns) * len(SEEDS)
 
 
 def test_many_concurrent_sessions_each_get_their_own_episode(start_server):
