@@ -14,6 +14,7 @@ harness train cpu-tiny --model baselines/tiny/model --env-id ragen/Bandit-v0   #
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import sys
 import typing
@@ -23,6 +24,7 @@ from pathlib import Path
 from harness.agents.registry import AgentOptions, available_agents
 from harness.threads import threads_argument
 from harness.config import (
+    BASELINE_AGENTS,
     BASELINE_CONTEXT_TURNS,
     BASELINE_MAX_NEW_TOKENS,
     PRESETS,
@@ -88,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", default="auto")
     run.add_argument("--dtype", default="auto")
     run.add_argument("--batch-size", type=int, default=16, help="episodes in lockstep per worker task")
+    run.add_argument(
+        "--agent-opt", action="append", default=[], metavar="KEY=VALUE",
+        help="a backend option of the agent (repeatable; <agent>.KEY for one agent of several); harness ls lists them",
+    )  # fmt: skip
     run.add_argument("--mi-samples", type=int, default=64, help="pairs per MI scheme; 0 disables MI")
     run.add_argument(
         "--mi-columns", type=int, default=None, help="score each reasoning under its own + C-1 random prompts (>= 2)"
@@ -165,6 +171,11 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         dtype=args.dtype,
         batch_size=args.batch_size,
     )
+    if args.agent_opt:  # checked against the run's agents now, before any run folder or model exists
+        from harness.agents.registry import parse_agent_opts
+
+        specs = list(BASELINE_AGENTS) if args.what in PRESETS else [s for s in args.what.split(",") if s]
+        options = dataclasses.replace(options, extra=parse_agent_opts(args.agent_opt, specs))
     common = dict(
         seed=args.seed,
         context_turns=args.context
@@ -347,6 +358,8 @@ def cmd_ls() -> int:
     print("\nagents:")
     for entry in available_agents():
         print(f"  {entry.display:28} {entry.description}")
+        for option in entry.options:  # --agent-opt KEY=VALUE
+            print(f"    {option.display:40} {option.help}")
     print("\npresets:")
     for name, text in PRESETS.items():
         print(f"  {name:28} {text}")

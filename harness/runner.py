@@ -153,7 +153,12 @@ def with_threads(config: RunConfig, threads: int | str | None) -> RunConfig:
     from harness.threads import resolve_threads
 
     resolve_threads(threads)
-    options = dataclasses.replace(config.agent_options, extra={**config.agent_options.extra, "threads": threads})
+    # scoped to the agents that take a thread count (scripted agents declare none; see harness.agents.registry)
+    from harness.agents.registry import parse_spec
+
+    entries = [parse_spec(spec)[0] for spec in config.agents]
+    scoped = {f"{e.name}.threads": threads for e in entries if "threads" in {o.name for o in e.options}}
+    options = dataclasses.replace(config.agent_options, extra={**config.agent_options.extra, **scoped})
     return dataclasses.replace(config, agent_options=options)
 
 

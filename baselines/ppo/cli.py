@@ -121,7 +121,10 @@ def run_train(args: argparse.Namespace) -> int:
     if not args.fresh:
         check_out_dir(config)
     trainer = Trainer(config)
-    rows = trainer.train(resume=not args.fresh)
+    try:
+        rows = trainer.train(resume=not args.fresh)
+    finally:
+        trainer.close()
     if trainer.dist.main:
         for row in rows:
             print(

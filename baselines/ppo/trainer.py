@@ -259,6 +259,8 @@ class Trainer:
             "actor/token_entropy": _mean_or_nan([h for e in local for t in e.turns for h in t.sample_entropies]),
             "timing/rollout_s": rollout_s,
         }
+        if self.engine is not None:  # the weight sync before these rollouts, and its probe's parity
+            log.update(self.engine.last_sync)
         rng = np.random.default_rng(derive_seed("train-mi", cfg.seed, iteration))
         if cfg.mi_every and iteration % cfg.mi_every == 0 and self.dist.main:
             self.policy.eval()
@@ -386,3 +388,9 @@ class Trainer:
         if self.writer is not None:
             self.writer.close()
         return logged
+
+    def close(self) -> None:
+        """Release the vLLM engine (its processes and scratch checkpoint), if any. Idempotent."""
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None

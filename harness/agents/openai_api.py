@@ -107,7 +107,7 @@ class EndpointConfig:
         options: dict[str, Any] = {}
         for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
             options[key] = _coerce(key, value)
-        options.update(extra or {})
+        options.update({k: v for k, v in (extra or {}).items() if v is not None})  # None: unset
         fields = {f for f in cls.__dataclass_fields__ if f not in ("base_url", "model")}
         unknown = sorted(set(options) - fields)
         if unknown:

