@@ -78,3 +78,13 @@ def test_harness_ls_lists_each_agents_options(capsys):
     vllm = out[out.index("  vllm:<model>") :]
     assert "max_model_len=INT" in vllm and "derived by vLLM" in vllm
     assert "prefix_cache=BOOL (default True)" in out
+
+
+def test_the_threads_flag_reaches_only_agents_that_take_threads():
+    from harness.config import EnvPlan, RunConfig
+    from harness.runner import with_threads
+
+    config = with_threads(RunConfig(agents=("random", "tiny"), envs=(EnvPlan("ragen/Bandit-v0", 1, 1),)), "auto")
+    assert config.agent_options.extra == {"tiny.threads": "auto"}
+    make_agent("random", config.agent_options).close()  # no thread option: none reaches it
+    assert parse_agent_opts(["threads=auto"], ["tiny"]) == {"threads": "auto"}
