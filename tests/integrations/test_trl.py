@@ -14,6 +14,8 @@ from baselines.ppo.snr_filter import select_groups  # noqa: E402
 from baselines.trl import EnvRollout, MICallback, SNRFilterGRPOTrainer, episode_return, make_dataset  # noqa: E402
 from baselines.trl.compat import require_trl  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 MODEL = str(Path(__file__).resolve().parents[2] / "baselines" / "tiny" / "model")
 ENV = "ragen/Sokoban-v0"
 GROUPS, SAMPLES = 4, 4

@@ -170,3 +170,45 @@ def test_untested_verl_minor_names_the_install(monkeypatch):
     monkeypatch.delenv("RAGEN_VERL_ANY_VERSION", raising=False)
     with pytest.raises(ImportError, match="install-verl.sh"):
         require_verl()
+
+
+def test_example_run_composes_with_verls_config(tmp_path):
+    """examples/verl_ragen_grpo.sh's overrides are valid verl 0.9 config keys (composed by Hydra, not run)."""
+    import os
+    import stat
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    compose = tmp_path / "compose.py"
+    compose.write_text(
+        "import json, os, sys, verl\n"
+        "from hydra import compose, initialize_config_dir\n"
+        "from omegaconf import OmegaConf\n"
+        "with initialize_config_dir(config_dir=os.path.join(os.path.dirname(verl.__file__), 'trainer', 'config'),"
+        " version_base=None):\n"
+        "    cfg = compose(config_name='ppo_trainer', overrides=sys.argv[1:])\n"
+        "print(json.dumps(OmegaConf.to_container(cfg)))\n"
+    )
+    python = tmp_path / "python"  # stands in for the venv's python: runs the dataset step, composes the training step
+    python.write_text(
+        f'#!/bin/bash\nif [ "$1" = "-m" ]; then shift 2; exec {sys.executable} {compose} "$@"; fi\nexec {sys.executable} "$@"\n'
+    )
+    python.chmod(python.stat().st_mode | stat.S_IEXEC)
+    env = {
+        **os.environ,
+        "PY": str(python),
+        "MODEL": "/models/chat",
+        "OUT": str(tmp_path / "run"),
+        "TRAIN_SEEDS": "8",
+        "VAL_SEEDS": "2",
+    }
+    done = subprocess.run(["bash", str(root / "examples" / "verl_ragen_grpo.sh")], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=root)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    config = json.loads(done.stdout.strip().splitlines()[-1])
+    assert config["algorithm"]["filter_groups"]["enable"] is True
+    assert config["actor_rollout_ref"]["rollout"]["agent"]["default_agent_loop"] == AGENT_NAME
+    assert config["actor_rollout_ref"]["actor"]["clip_ratio_high"] == 0.28
+    assert "wandb" in config["trainer"]["logger"]
+    assert (tmp_path / "run" / "data" / "train.parquet").exists()

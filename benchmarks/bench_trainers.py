@@ -1,0 +1,145 @@
+"""Our learner's GRPO iteration against TRL's ``GRPOTrainer`` step with our adapter, side by side.
+
+    python benchmarks/bench_trainers.py                 # Bandit (1 turn) and Sokoban (3 turns), 4 rounds each
+    python benchmarks/bench_trainers.py --rounds 6 --envs sokoban
+
+Same model (the shipped tiny one), same batch (8 prompts x 8 samples, one optimiser step per batch), same
+per-turn token budget, same sampler (the adapter plays episodes with the learner's rollout loop), one torch
+thread, no SNR filter and no MI in either (``filter_value=1.0``, plain ``GRPOTrainer``), KL off, TRL's
+gradient checkpointing off (its default is on; on CPU it only adds recomputation). The two alternate round by
+round in one process: a TRL callback times each TRL step (``on_step_begin`` to ``on_step_end``: generation,
+loss, backward, optimiser step) and then runs and times one learner iteration, so both see the same load.
+Round 0 of each is a warm-up and not counted; medians of the rest.
+
+What each does per step: the learner rolls out, scores old log-probs (one no-grad forward), builds one row
+per episode and runs micro-batches of 16 rows (forward + backward) into one optimiser step; TRL calls the
+rollout function, skips old log-probs (on-policy: one step per generation), and runs its loss on all 64 rows
+in one padded forward + backward.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+MODEL = Path(__file__).resolve().parents[1] / "baselines" / "tiny" / "model"
+ENVS = {"bandit": ("ragen/Bandit-v0", 1), "sokoban": ("ragen/Sokoban-v0", 3)}
+PROMPTS, SAMPLES = 8, 8
+
+
+def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path) -> dict:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from baselines.ppo.config import preset
+    from baselines.ppo.trainer import Trainer
+    from baselines.trl import EnvRollout, episode_return, make_dataset
+
+    torch.set_num_threads(1)
+    env_kwargs = {"max_turns": max_turns}
+    ours = Trainer(
+        preset(
+            "cpu-tiny", model=str(MODEL), env_id=env_id, env_kwargs=env_kwargs, advantage="grpo", filter_value=1.0,
+            mi_every=0, max_new_tokens=tokens, prompts_per_iteration=PROMPTS, samples_per_prompt=SAMPLES,
+            minibatch_size=PROMPTS * SAMPLES, micro_batch_size=16, cpu_threads=1, checkpoint_every=0,
+            iterations=rounds, out_dir=str(out / "ours"), tensorboard=False,
+        )
+    )  # fmt: skip
+    rollout = EnvRollout(env_id, env_kwargs=env_kwargs, max_new_tokens=tokens, seed=0)
+    rollout_seconds: list[float] = []
+
+    def timed_rollout(prompts, trainer):
+        start = time.perf_counter()
+        result = rollout(prompts, trainer)
+        rollout_seconds.append(time.perf_counter() - start)
+        return result
+
+    timings: dict[str, list] = {"trl": [], "ours": [], "ours_rows": [], "trl_tokens": []}
+
+    class Interleave(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            timings["trl"].append(time.perf_counter() - self.start)
+            timings["trl_tokens"].append(
+                sum(len(t.response_ids) for e in rollout.last.episodes for t in e.turns) / len(rollout.last.episodes)
+            )
+            start = time.perf_counter()
+            row = ours.iteration(len(timings["ours"]))
+            timings["ours"].append(time.perf_counter() - start)
+            timings["ours_rows"].append(row)
+
+    args = GRPOConfig(
+        output_dir=str(out / "trl"), use_cpu=True, per_device_train_batch_size=PROMPTS * SAMPLES,
+        num_generations=SAMPLES, max_steps=rounds, logging_steps=1, report_to="none", learning_rate=2e-5, seed=0,
+        save_strategy="no", max_completion_length=tokens * max_turns, gradient_checkpointing=False, beta=0.0,
+        dataloader_num_workers=0, disable_tqdm=True,
+    )  # fmt: skip
+    trl_trainer = GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32), args=args,
+        processing_class=AutoTokenizer.from_pretrained(MODEL), reward_funcs=episode_return,
+        train_dataset=make_dataset(env_id, range(PROMPTS * rounds), env_kwargs=env_kwargs),
+        rollout_func=timed_rollout, callbacks=[Interleave()],
+    )  # fmt: skip
+    trl_trainer.train()
+
+    def median(values):
+        return statistics.median(values[1:]) if len(values) > 1 else float("nan")
+
+    ours_rows = timings["ours_rows"]
+    result = {
+        "env": env_id, "turns": max_turns, "tokens_per_turn": tokens, "rounds_timed": len(timings["ours"]) - 1,
+        "ours_s": median(timings["ours"]), "trl_s": median(timings["trl"]),
+        "ours_rollout_s": median([r["timing/rollout_s"] for r in ours_rows]),
+        "ours_update_s": median([r["timing/update_s"] for r in ours_rows]),
+        "trl_rollout_s": median(rollout_seconds),
+        "ours_response_tokens_per_episode": median(
+            [r["rollout/response_tokens"] * r["rollout/turns"] for r in ours_rows]
+        ),
+        "trl_response_tokens_per_episode": median(timings["trl_tokens"]),
+        "ours_all_s": timings["ours"], "trl_all_s": timings["trl"],
+    }  # fmt: skip
+    result["trl_update_s"] = result["trl_s"] - result["trl_rollout_s"]
+    result["trl_over_ours"] = result["trl_s"] / result["ours_s"]
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=4, help="rounds per env (the first is a warm-up)")
+    parser.add_argument("--envs", default="bandit,sokoban", help=f"comma-separated: {', '.join(ENVS)}")
+    parser.add_argument("--tokens", type=int, default=64, help="token budget per turn (both trainers)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    results = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in args.envs.split(","):
+            env_id, turns = ENVS[name.strip()]
+            results.append(run_env(env_id, turns, args.rounds, args.tokens, Path(scratch) / name))
+    load = os.getloadavg()
+    print(f"\nload average {load[0]:.1f} / {load[1]:.1f} (1 / 5 min); medians of {args.rounds - 1} rounds")
+    print(
+        "| env | turns | ours s/iter (rollout + update) | TRL s/step (rollout + rest) | TRL / ours | tokens/episode ours, TRL |"
+    )
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        print(
+            f"| {r['env']} | {r['turns']} | {r['ours_s']:.2f} ({r['ours_rollout_s']:.2f} + {r['ours_update_s']:.2f}) "
+            f"| {r['trl_s']:.2f} ({r['trl_rollout_s']:.2f} + {r['trl_update_s']:.2f}) | {r['trl_over_ours']:.2f}x "
+            f"| {r['ours_response_tokens_per_episode']:.0f}, {r['trl_response_tokens_per_episode']:.0f} |"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
