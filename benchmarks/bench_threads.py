@@ -11,7 +11,9 @@ Contenders (both generate with one thread; they differ in what teacher forcing, 
 Each runs ``harness.runner.run`` of ``tiny`` on ``ragen/Bandit-v0`` (``--episodes`` seeds x 4 samples, 64 MI
 pairs per scheme) and reports the rollout's and the MI family's wall seconds. "Loaded" starts ``--spinners``
 busy-looping processes (default: one per usable core) at the benchmark's own priority for the duration of the
-contender's run. The machine may be shared with other jobs, so "idle" is only as idle as the machine was: the
+contender's run; an untimed one-seed run first takes imports and first-call costs out of the figures. The
+rollout is the same for both contenders (one thread), so its two timings show how steady the machine was.
+The machine may be shared with other jobs, so "idle" is only as idle as the machine was: the
 1-minute load average before each run is printed with it. Not part of the test command.
 """
 
@@ -61,6 +63,7 @@ def main() -> None:
     print(f"usable cores {usable_cores()}; {args.episodes * 4} Bandit episodes of tiny; MI 64 pairs per scheme")
     print(f"{'box':7} {'default':8} {'load before':>11} {'rollout s':>10} {'MI s':>8}")
     with tempfile.TemporaryDirectory() as tmp:
+        _one({}, 1, Path(tmp), "warm-up")  # imports, model load and first-call costs out of the timings
         for box in ("idle", "loaded"):
             for name, extra in contenders.items():
                 spinners = []

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.agents.registry import AgentOptions, available_agents
-from harness.threads import threads_argument
 from harness.config import (
     BASELINE_AGENTS,
     BASELINE_CONTEXT_TURNS,
@@ -35,6 +34,7 @@ from harness.config import (
     preset_config,
     resolve_env_id,
 )
+from harness.threads import threads_argument
 
 
 def _context_turns(text: str) -> int | None:

@@ -260,31 +260,68 @@ def plot_success(summary: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def plot_mi_entropy(points: Sequence[tuple[str, str, float, float]], path: Path, title: str) -> None:
-    """Scatter of MI estimate vs reasoning entropy H(Z), one colour per agent: template collapse sits bottom right.
+ENV_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p", "8", "d")
+"""One marker per env in the MI plot (colour is the agent): a legend, not labels next to the points, because an
+input-agnostic agent puts every env at MI ≈ 0 and labels there overlap."""
 
-    ``points`` are (agent, env label, entropy, MI).
-    """
+
+def plot_mi_entropy(points: Sequence[tuple[str, str, float, float]], path: Path, title: str) -> None:
+    """mi_entropy.png: :func:`mi_entropy_figure` saved."""
+    import matplotlib.pyplot as plt
+
+    fig = mi_entropy_figure(points, title)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def mi_entropy_figure(points: Sequence[tuple[str, str, float, float]], title: str):
+    """Left: MI estimate vs reasoning entropy H(Z), colour = agent, marker = env (two legends beside the axes);
+    template collapse sits bottom right. Right: MI per env, agents side by side. ``points`` are (agent, env
+    label, entropy, MI)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
     agents = list(dict.fromkeys(p[0] for p in points))
-    for agent in agents:
-        mine = [p for p in points if p[0] == agent]
-        ax.scatter([p[2] for p in mine], [p[3] for p in mine], s=28, label=agent, alpha=0.8)
-        for _, env, entropy, mi in mine:
-            ax.annotate(env, (entropy, mi), fontsize=6, xytext=(3, 2), textcoords="offset points", alpha=0.7)
+    envs = list(dict.fromkeys(p[1] for p in points))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colour = {agent: colours[i % len(colours)] for i, agent in enumerate(agents)}
+    marker = {env: ENV_MARKERS[i % len(ENV_MARKERS)] for i, env in enumerate(envs)}
+    fig, (ax, by_env) = plt.subplots(1, 2, figsize=(12.5, max(4.8, 0.32 * len(envs) + 1.6)),
+                                     gridspec_kw={"width_ratios": (1.35, 1.0), "wspace": 0.85})  # fmt: skip
+    for agent, env, entropy, mi in points:
+        ax.scatter([entropy], [mi], s=46, marker=marker[env], color=colour[agent], alpha=0.8, edgecolors="white",
+                   linewidths=0.5)  # fmt: skip
     ax.axhline(0.0, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("reasoning entropy estimate H(Z) (nats/token)")
     ax.set_ylabel("MI estimate I(X;Z) (nats/token)")
     ax.set_title(title + "\n(high H(Z) with MI ≈ 0 = template collapse)", fontsize=9)
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    agent_handles = [Line2D([], [], ls="", marker="o", color=colour[a], label=a) for a in agents]
+    env_handles = [Line2D([], [], ls="", marker=marker[e], color="0.35", label=e) for e in envs]
+    first = ax.legend(handles=agent_handles, title="agent", fontsize=7, title_fontsize=7, loc="upper left",
+                      bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # fmt: skip
+    ax.add_artist(first)
+    ax.legend(handles=env_handles, title="env", fontsize=7, title_fontsize=7, loc="lower left",
+              bbox_to_anchor=(1.01, 0.0), borderaxespad=0.0)  # fmt: skip
+    # The same MI values with one row per env (agents side by side): points that sit on top of each other in
+    # the scatter, such as an input-agnostic agent's at MI ≈ 0, are told apart here.
+    dodge = 0.6 / max(len(agents), 1)
+    for a, agent in enumerate(agents):
+        mine = [(envs.index(env), mi) for name, env, _, mi in points if name == agent]
+        offset = (a - (len(agents) - 1) / 2) * dodge
+        by_env.scatter([mi for _, mi in mine], [row + offset for row, _ in mine], s=30, color=colour[agent],
+                       marker="o", alpha=0.85, label=agent)  # fmt: skip
+    by_env.axvline(0.0, color="grey", lw=0.8, ls="--")
+    by_env.set_yticks(range(len(envs)))
+    by_env.set_yticklabels(envs, fontsize=7)
+    by_env.set_ylim(len(envs) - 0.5, -0.5)
+    by_env.grid(axis="y", color="0.92")
+    by_env.set_xlabel("MI estimate I(X;Z) (nats/token)")
+    by_env.set_title("MI per env, agents side by side", fontsize=9)
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.11, top=0.88)  # legends sit in the gap between the axes
+    return fig
 
 
 def mi_points(summary: dict[str, Any], prefix: str = "") -> list[tuple[str, str, float, float]]:

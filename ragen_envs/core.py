@@ -15,6 +15,7 @@ hook                        what it does
 ``_apply(action)``          play one canonical action and return an :class:`ActionResult`
 ``_oracle() -> (str, str)`` the oracle's reasoning and answer in the current state
 ``_candidate_actions()``    optional: action strings ``action_space.sample()`` draws from right now
+``_rejection_message(t)``   optional: the feedback for rejected action strings (default: "Unknown action(s)")
 ==========================  ===========================================================================
 
 Info keys after every ``step``: ``success``, ``action_is_valid``, ``action_is_effective``,
@@ -245,6 +246,11 @@ class TextEnv(gym.Env[str, str]):
         """Action strings that ``action_space.sample()`` draws from in the current state (may be empty)."""
         return ()
 
+    def _rejection_message(self, unknown: list[str]) -> str:
+        """The feedback line for action strings ``_parse_action`` rejected (an env may say what was wrong)."""
+        shown = ", ".join(repr(token[:40]) for token in unknown[:3])
+        return f"Unknown action(s) {shown} were ignored."
+
     def _reset_info(self) -> dict[str, Any]:
         """Extra keys for the info dict returned by ``reset`` (e.g. a level's optimal move count)."""
         return {}
@@ -289,8 +295,7 @@ class TextEnv(gym.Env[str, str]):
         else:
             if unknown:
                 reward = self.format_penalty
-                shown = ", ".join(repr(token[:40]) for token in unknown[:3])
-                messages.append(f"Unknown action(s) {shown} were ignored.")
+                messages.append(self._rejection_message(unknown))
             for act in actions:
                 if act is None:
                     continue

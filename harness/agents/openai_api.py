@@ -217,9 +217,7 @@ class OpenAIAgent(Agent):
             if attempt < self.config.max_retries:
                 self._sleep(wait)
         hint = " (is the server running, at this host and port?)" if last.startswith("connection failed") else ""
-        raise EndpointError(
-            f"{url}: giving up after {self.config.max_retries + 1} attempts; last error: {last}{hint}"
-        )
+        raise EndpointError(f"{url}: giving up after {self.config.max_retries + 1} attempts; last error: {last}{hint}")
 
     # ---- the protocol ---------------------------------------------------------------------------------------
     def _chat_body(self, request: Request) -> dict[str, Any]:

@@ -16,7 +16,8 @@ nothing (``runner.py`` explains the guarantees).
 ## Action Space
 A response whose answer is Python code defining the function: a fenced ```python block or bare code, e.g.
 ``<think>…</think><answer>```python\\ndef f(x):\\n    return x\\n```</answer>``. An answer that does not
-mention the function's name is rejected without running anything (format penalty, turn used).
+mention the function's name is rejected without running anything (format penalty, turn used); the
+feedback says why (no code; the syntax error and its line; no function of that name, and which it defines).
 
 ## Observation Space
 The problem statement (signature, description, examples). After an attempt that did not pass everything,
@@ -39,11 +40,15 @@ else Docker, else an error that says what to install; "bwrap" for a fresh sandbo
 ``max_turns`` (3), ``format_penalty`` (-0.1), ``response_format`` ("think").
 
 ## Version History
-- v0: initial release.
+- v0: initial release. Later, still v0: the feedback after a rejected answer names what was wrong instead of
+  "Unknown action(s) … were ignored" (which answers are rejected, rewards and termination are unchanged; only
+  the text an agent sees after an answer that never ran differs, so recorded episodes in which every answer
+  ran replay identically).
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from dataclasses import dataclass
@@ -97,6 +102,31 @@ def extract_code(answer: str) -> str:
     if stripped.startswith("```"):  # an unclosed fence: drop the opening line
         stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
     return stripped.strip("`\n")
+
+
+def rejection_reason(answer: str, name: str) -> str:
+    """Why an answer was not run, in the words a programmer needs: no code, too long, the syntax error and its
+    line, or the missing function (with the functions it does define). The code is parsed on the host, never
+    run: parsing executes nothing, and any parser failure on hostile input is reported as unparsable."""
+    code = extract_code(answer)
+    if not code:
+        return f"Your answer holds no code: give the complete function {name} in a ```python block."
+    if len(code) > MAX_CODE_CHARS:
+        return f"Your code is longer than {MAX_CODE_CHARS // 1024} KiB and was not run; write only the function {name}."
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as error:
+        line = (error.text or "").strip("\n")
+        where = f" on line {error.lineno}" if error.lineno else ""
+        shown = f": {line.strip()}" if line.strip() else ""
+        return f"Your code was not run: syntax error{where} ({error.msg}){shown}"
+    except (ValueError, RecursionError, MemoryError) as error:  # null bytes; absurd nesting
+        return f"Your code was not run: Python cannot parse it ({type(error).__name__})."
+    defined = sorted(
+        {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    )
+    also = f"; it defines {', '.join(defined[:5])}" if defined else "; it defines no function"
+    return f"Your code was not run: it has no function named {name} (the task asks for def {name}(...)){also}."
 
 
 def sanitize(text: str) -> str:
@@ -178,6 +208,9 @@ class CodeExecEnv(TextEnv):
         if not re.search(rf"\b{re.escape(self.problem.name)}\b", code):
             return None
         return code
+
+    def _rejection_message(self, unknown: list[str]) -> str:
+        return sanitize(_truncate(rejection_reason(unknown[0], self.problem.name), self.config.max_feedback_chars))
 
     def _apply(self, code: str) -> ActionResult:
         p = self.problem
