@@ -2,14 +2,16 @@
 
 Endpoints: ``/ws`` (OpenEnv's session protocol, see :mod:`ragen_envs.serve.protocol`), ``/health``,
 ``/metadata`` and ``/schema`` (OpenEnv's shapes). OpenEnv's stateless HTTP ``/reset`` and ``/step`` are not
-served: every ``ragen/*`` env is multi-turn, and a fresh env per HTTP request cannot play a second turn.
+served: they build a fresh env per request, which cannot play the second turn of a multi-turn env.
 
 Bounds, all set on :class:`ServeConfig`: at most ``max_sessions`` sessions at once (one more is told
 ``CAPACITY_REACHED`` and closed); a session that sends nothing for ``idle_timeout`` seconds is closed and its
-env freed (the idle reaper); making an env longer than ``make_timeout``, or a reset or step longer than
-``step_timeout``, ends the session with ``TIMEOUT`` (the env is then in an unknown state); a reply the client does not read within
-``send_timeout`` ends it too; messages over ``max_message_bytes`` are answered ``MESSAGE_TOO_LARGE`` and
-dropped, and frames over 16 times that are refused by the WebSocket layer itself (close code 1009).
+env freed (the idle reaper); making an env longer than ``make_timeout``, or a reset or step running longer
+than ``step_timeout``, ends the session with ``TIMEOUT`` (the env is then in an unknown state); a call that
+waits longer than ``step_timeout`` for its turn on the env thread is not run and is answered ``BUSY`` (the
+session goes on); a reply the client does not read within ``send_timeout`` ends the session; messages over
+``max_message_bytes`` are answered ``MESSAGE_TOO_LARGE`` and dropped, and frames over 16 times that are
+refused by the WebSocket layer itself (close code 1009).
 """
 
 from __future__ import annotations
@@ -107,6 +109,13 @@ def make_app(config: ServeConfig):
 
     app = FastAPI(title=f"ragen-envs {config.env_id}", version=__version__, docs_url=None, redoc_url=None)
     sessions = _Sessions(config.max_sessions)
+    # Every env call of every session runs on this one thread, one at a time (sessions take turns in arrival
+    # order). The envs are pure Python, so under the GIL more threads would not step faster; and two things
+    # envs use are not safe across threads: the code sandbox's worker pool (a concurrent step can read another's
+    # reset connection) and CPython 3.11's AST constructor (concurrent ast.parse can raise "SystemError: AST
+    # constructor recursion depth mismatch"), both seen with 8 threaded CodeExec sessions. More throughput:
+    # one server process per core.
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragen-envs")
 
     @app.get("/health")
     def health() -> dict[str, Any]:
@@ -139,14 +148,13 @@ def make_app(config: ServeConfig):
             )
             await _close(websocket, 1013)
             return
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragen-session")  # an env stays on one thread
         env: RagenEnvironment | None = None
         try:
             try:
                 make = lambda: RagenEnvironment(config.env_id, config.env_kwargs)  # noqa: E731
                 env = await _run(executor, make, config.make_timeout, "--make-timeout")
             except Exception as e:  # noqa: BLE001  (reported to the client, then the session ends)
-                code = protocol.TIMEOUT if isinstance(e, TimeoutError) else protocol.FACTORY_ERROR
+                code = protocol.TIMEOUT if isinstance(e, (TimeoutError, Busy)) else protocol.FACTORY_ERROR
                 await _send(
                     websocket, protocol.error_message(code, f"Could not make {config.env_id}: {e}"), config.send_timeout
                 )
@@ -159,19 +167,36 @@ def make_app(config: ServeConfig):
                     await _run(executor, env.close, config.make_timeout, "--make-timeout")
                 except Exception as e:  # noqa: BLE001
                     log.warning("closing a %s session's env failed: %s", config.env_id, e)
-            executor.shutdown(wait=False)
             sessions.close()
 
     app.router.routes.append(WebSocketRoute("/ws", session))
     return app
 
 
+class Busy(Exception):
+    """The env thread did not get to a call in time; the call never ran, so the session is as it was."""
+
+
 async def _run(
     executor: ThreadPoolExecutor, fn: Callable[[], Any], timeout: float, flag: str = "--step-timeout"
 ) -> Any:
-    future = asyncio.get_running_loop().run_in_executor(executor, fn)
+    """``fn()`` on the env thread: up to ``timeout`` s waiting for its turn (:class:`Busy`), then up to ``timeout``
+    s running (``TimeoutError``; the call goes on in the thread, so its env is in an unknown state)."""
+    loop = asyncio.get_running_loop()
+    began = asyncio.Event()
+
+    def call() -> Any:
+        loop.call_soon_threadsafe(began.set)
+        return fn()
+
+    job = executor.submit(call)
     try:
-        return await asyncio.wait_for(future, timeout)
+        await asyncio.wait_for(began.wait(), timeout)
+    except asyncio.TimeoutError:
+        if job.cancel():
+            raise Busy(f"the server's env thread was busy for {timeout:g} s ({flag}); nothing was run") from None
+    try:
+        return await asyncio.wait_for(asyncio.wrap_future(job), timeout)
     except asyncio.TimeoutError:
         raise TimeoutError(f"it took longer than {timeout:g} s (the server's {flag})") from None
 
@@ -235,6 +260,8 @@ async def _answer(request: protocol.Request, env, executor: ThreadPoolExecutor, 
     except TimeoutError as e:
         answer = protocol.error_message(protocol.TIMEOUT, f"The {request.type} did not finish: {e}; session closed")
         raise _SessionOver(answer, 1011, "timeout") from None
+    except Busy as e:
+        return protocol.error_message(protocol.BUSY, f"The {request.type} was not run: {e}; try again")
     except ResetNeeded as e:
         return protocol.error_message(protocol.RESET_NEEDED, str(e))
     except Exception as e:  # noqa: BLE001  (an env failure is the client's to see, not a dead server)

@@ -84,6 +84,17 @@ def start_server():
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def sokoban_server():
+    """One default-flags Sokoban server shared by the tests that neither stop it nor need other flags."""
+    server = Server("ragen/Sokoban-v0")
+    try:
+        server.wait()
+        yield server
+    finally:
+        server.stop()
+
+
 def wait_until(predicate, timeout: float = 30.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not predicate():

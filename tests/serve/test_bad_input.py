@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import gymnasium as gym
@@ -58,8 +59,8 @@ BAD_REQUESTS = [
 ]
 
 
-def test_bad_requests_are_answered_and_the_episode_goes_on(start_server):
-    server = start_server(ENV_ID)
+def test_bad_requests_are_answered_and_the_episode_goes_on(sokoban_server):
+    server = sokoban_server
     env = gym.make(ENV_ID)
     with ws(server.url) as sock:
         assert ask(sock, '{"type": "step", "data": {"response": "x"}}')["data"]["code"] == "RESET_NEEDED"
@@ -85,8 +86,8 @@ def test_bad_requests_are_answered_and_the_episode_goes_on(start_server):
                     env.reset(seed=5)
 
 
-def test_step_after_the_episode_ended_needs_a_reset(start_server):
-    server = start_server(ENV_ID)
+def test_step_after_the_episode_ended_needs_a_reset(sokoban_server):
+    server = sokoban_server
     env = gym.make(ENV_ID)
     with Client(server.url) as remote:
         remote.reset(seed=2)
@@ -147,20 +148,39 @@ def _open_sessions(url: str) -> int:
         return json.load(answer)["sessions"]
 
 
-def test_a_step_past_the_step_timeout_ends_the_session_with_the_reason(start_server):
-    server = start_server("ragen/CodeExec-v0", "--step-timeout", "2", "--env-kwargs", '{"per_test_s": 6.0}')
+def test_a_step_past_the_step_timeout_ends_the_session_and_others_wait_their_turn(start_server):
+    env_kwargs = '{"per_test_s": 6.0, "num_hidden_tests": 1}'
+    server = start_server("ragen/CodeExec-v0", "--step-timeout", "2", "--env-kwargs", env_kwargs)
+    other = Client(server.url)
     with Client(server.url) as remote:
         name = re.search(r"def (\w+)\(", remote.reset(seed=0)[0]).group(1)
         sleeper = (
             f"<think>wait</think><answer>```python\ndef {name}(*a):\n    import time\n    time.sleep(10)\n```</answer>"
         )
         started = time.monotonic()
-        with pytest.raises(ServerGone, match="--step-timeout") as err:
-            remote.step(sleeper)
+        with ThreadPoolExecutor(1) as pool:
+            stuck = pool.submit(remote.step, sleeper)
+            time.sleep(0.5)
+            # The env thread is busy with the sleeper: another session's call is not run, and says so.
+            with pytest.raises(ServerError) as busy:
+                other.reset(seed=4)
+            assert busy.value.code == "BUSY" and "nothing was run" in busy.value.message
+            with pytest.raises(ServerGone, match="--step-timeout") as err:
+                stuck.result(timeout=60)
         assert err.value.code == "TIMEOUT"
         assert time.monotonic() - started < 5.5  # answered at the timeout, not when the step finished
         with pytest.raises(ServerGone, match="open a new Client"):
             remote.step(sleeper)
+    # Once the thread is free, the waiting session plays on as if nothing happened.
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            text, _ = other.reset(seed=4)
+            break
+        except ServerError as e:
+            assert e.code == "BUSY" and time.monotonic() < deadline
+    assert text == gym.make("ragen/CodeExec-v0", per_test_s=6.0, num_hidden_tests=1).reset(seed=4)[0]
+    other.close()
 
 
 def test_a_server_that_dies_mid_episode_is_a_clear_error_not_a_hang(start_server):

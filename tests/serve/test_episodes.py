@@ -44,9 +44,9 @@ def test_served_episodes_equal_in_process_ones(servers, env_id):
     assert turns >= min(2, gym.make(env_id).unwrapped.max_turns) * len(SEEDS)
 
 
-def test_many_concurrent_sessions_each_get_their_own_episode(start_server):
-    sessions = 32
-    server = start_server("ragen/Sokoban-v0", "--max-sessions", str(sessions))
+def test_many_concurrent_sessions_each_get_their_own_episode(sokoban_server):
+    sessions = 32  # of the server's default 64
+    server = sokoban_server
 
     def play(i: int) -> tuple[str, str]:
         with Client(server.url) as remote:
@@ -59,11 +59,11 @@ def test_many_concurrent_sessions_each_get_their_own_episode(start_server):
     assert len({local for local, _ in results}) == sessions
 
 
-def test_openenv_generic_client_plays_the_same_episodes(start_server):
+def test_openenv_generic_client_plays_the_same_episodes(sokoban_server):
     from openenv import GenericEnvClient
 
     env_id = "ragen/Sokoban-v0"
-    server = start_server(env_id)
+    server = sokoban_server
 
     async def play(seed: int) -> tuple[list, list]:
         env = gym.make(env_id)
@@ -88,3 +88,17 @@ def test_openenv_generic_client_plays_the_same_episodes(start_server):
 
     for local, served in asyncio.run(main()):
         assert json.dumps(served) == json.dumps(local)
+
+
+def test_http_endpoints_describe_the_env(sokoban_server):
+    import urllib.request
+
+    def get(path: str) -> dict:
+        with urllib.request.urlopen(sokoban_server.url + path, timeout=30) as answer:
+            return json.load(answer)
+
+    assert get("/health")["status"] == "healthy"
+    assert get("/metadata")["name"] == "ragen/Sokoban-v0"
+    schema = get("/schema")
+    assert schema["action"]["required"] == ["response"]
+    assert {"text", "info", "terminated", "truncated", "done", "reward"} <= set(schema["observation"]["properties"])
