@@ -3,7 +3,8 @@
 harness run baseline                                  # random + oracle on every registered env
 harness run random --env ragen/Bandit-v0 --episodes 256 --samples 8 --workers 2 --out runs/
 harness run hf:/path/to/checkpoint --env ragen/FrozenLake-v0 --temperature 1.0
-harness run baseline --resume runs/<run-id>           # after a crash or kill -9
+harness run --resume runs/<run-id>                    # after Ctrl-C, a crash or kill -9
+harness run random --env ragen/FrozenLake-v0 --env-kwargs '{"slip": 0.2}' --threads 2
 harness report runs/<a> runs/<b>                      # side by side
 harness ls                                            # envs, agents, metrics, presets
 harness run hf:/path/to/checkpoint --suite official   # the leaderboard's evaluation split
@@ -392,8 +393,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_ls()
     except KeyboardInterrupt as exc:  # Ctrl-C; harness.runner.RunInterrupted names the run folder
         run_dir = getattr(exc, "run_dir", None)
+        if args.command == "train":
+            return _error("interrupted; the same `harness train` command resumes from the last checkpoint")
         if run_dir is None:
-            return _error("interrupted before any episode was written")
+            return _error("interrupted before anything was written")
         return _error(f"interrupted; the finished episodes are kept: resume with `harness run --resume {run_dir}`")
     except _user_errors() as exc:  # user mistakes: bad names, paths, endpoints, devices, missing extras
         return _error(str(exc))
