@@ -40,6 +40,13 @@ for i in range(1, 400):
         os.mkdir(p, 0) if i % 2 else open(p, 'w').close()
 os.mkfifo('/work/main.py'); os.symlink('/nonexistent', '/dev/shm/x')
 """,
+    "locked pre-created run folders": """
+import os
+for i in range(1, 400):
+    p = f'/work/run{i}'
+    if not os.path.exists(p):
+        os.makedirs(p + '/x'); os.chmod(p, 0)
+""",
     "read-only /work and /dev/shm": """
 import os
 os.chmod('/work', 0o500); os.chmod('/dev/shm', 0)
@@ -186,8 +193,14 @@ def test_a_member_that_cannot_be_proven_clean_is_replaced_and_the_run_keeps_its_
         small.close()
 
 
-VERDICT_ATTACKS = ("full tmpfs behind a locked folder", "private SysV segments piling up", "pre-created run folders",
-                   "folders nested 5000 deep", "read-only /work and /dev/shm")  # fmt: skip
+VERDICT_ATTACKS = (
+    "locked pre-created run folders",  # on the earlier reset: every honest answer after it scored 0
+    "full tmpfs behind a locked folder",
+    "private SysV segments piling up",
+    "pre-created run folders",
+    "folders nested 5000 deep",
+    "read-only /work and /dev/shm",
+)
 
 
 @pytest.mark.parametrize("attack", VERDICT_ATTACKS)
@@ -196,14 +209,18 @@ def test_a_hostile_episode_never_changes_other_episodes_verdicts(attack):
 
     env = CodeExecEnv(families=["moving_average"], backend="pool")
     env._backend = one_member = PoolBackend(size=1, limits=Limits(memory_mb=256))  # every run on the same member
-    body = "\n    ".join(HOSTILE[attack].strip().splitlines())
-    scores = []
+    body = "\n        ".join(HOSTILE[attack].strip().splitlines())
+    # the poison runs once per run (not once per test, which would only get the run itself killed)
+    code = f"def NAME(nums):\n    if not globals().get('done'):\n        globals()['done'] = 1\n        {body}\n    return []"
+    scores, hostile = [], []
     for seed in range(5):
         env.reset(seed=seed)
-        env.step(
-            f"<think>t</think><answer>```python\ndef {env.problem.name}(nums):\n    {body}\n    return []\n```</answer>"
-        )
+        info = env.step(
+            f"<think>t</think><answer>```python\n{code.replace('NAME', env.problem.name, 1)}\n```</answer>"
+        )[4]
+        hostile.append("tests_total" in info)  # the poisoned answer was run
         env.reset(seed=seed)
         scores.append(env.step(env.oracle_response())[1])
     one_member.close()
+    assert all(hostile), "the poisoned answers must have run"
     assert scores == [1.0] * 5
