@@ -108,7 +108,9 @@ def ppo_run(model: str, out: Path, backend: str, iterations: int, dry_run: bool)
     from baselines.ppo.config import preset
     from baselines.ppo.trainer import Trainer
 
-    sizes = dict(prompts_per_iteration=2, samples_per_prompt=4, max_new_tokens=48, mi_samples=8, micro_batch_size=4)
+    # on CPU in fp32, as the vLLM lane's tests (the paper preset's bf16 is for GPUs)
+    sizes = dict(prompts_per_iteration=2, samples_per_prompt=4, max_new_tokens=48, mi_samples=8, micro_batch_size=4,
+                 dtype="float32", gradient_checkpointing=False)  # fmt: skip
     if not dry_run:
         sizes = dict(
             prompts_per_iteration=8, samples_per_prompt=8, max_new_tokens=128, mi_samples=32, micro_batch_size=8
