@@ -16,7 +16,7 @@ from typing import TextIO
 FILE_INTERVAL_S = 10.0
 """Seconds between an agent's lines when stderr is not a terminal."""
 
-BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}{unit} [{elapsed}<{remaining}, {rate_fmt}]"
+BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}{unit} [{elapsed}<{remaining}, {rate_noinv_fmt}]"
 
 
 class Progress:
@@ -45,12 +45,20 @@ class Progress:
         self._last_line: dict[str, float] = {}
         self._bars: dict = {}
         if self.enabled and self._tty:
+            import os
+
             from tqdm import tqdm
 
+            try:  # a terminal that reports no size (some ptys): tqdm would hide every bar
+                size = os.get_terminal_size(stream.fileno())
+                sized = size.columns > 0 and size.lines > 0
+            except (OSError, ValueError, AttributeError):
+                sized = False
             for position, (name, total) in enumerate(totals.items()):
                 self._bars[name] = tqdm(
                     total=total, initial=self.done[name], desc=name.ljust(self._width), unit=self.unit,
-                    bar_format=BAR_FORMAT, file=stream, position=position, leave=True, dynamic_ncols=True,
+                    bar_format=BAR_FORMAT, file=stream, position=position, leave=True, dynamic_ncols=sized,
+                    ncols=None if sized else 100, nrows=None if sized else len(totals) + 1,
                 )  # fmt: skip
 
     def advance(self, name: str, n: int = 1) -> None:
