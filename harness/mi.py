@@ -192,15 +192,26 @@ def _remember(memo: Memo, keys: list[str], texts: Sequence[str], sums, counts, w
 
 
 def collapse_for(
-    agent: Agent, episodes: Sequence[dict], run_seed: int, mi_samples: int, mi_columns: int | None = None
+    agent: Agent,
+    episodes: Sequence[dict],
+    run_seed: int,
+    mi_samples: int,
+    mi_columns: int | None = None,
+    *,
+    schemes: Sequence[str] = SCHEMES,
 ) -> dict[str, dict[str, Estimate] | str]:
-    """Both schemes for one (agent, env) batch: a metrics dict, or the reason it is unavailable.
+    """The schemes (both by default) for one (agent, env) batch: a metrics dict, or the reason it is unavailable.
 
     ``mi_columns``: score each row under that many columns (its own and uniformly drawn others) instead of all.
+    The learner calls this too (its episodes as records, its policy as the agent), so training-time and
+    evaluation-time MI are one estimator.
     """
+    unknown = [s for s in schemes if s not in SCHEMES]
+    if unknown:
+        raise ValueError(f"schemes must be among {SCHEMES}, got {unknown[0]!r}")
     out: dict[str, dict[str, Estimate] | str] = {}
     memo: Memo = {}
-    for scheme in SCHEMES:
+    for scheme in schemes:
         if mi_samples == 0:
             out[scheme] = "disabled (mi_samples = 0)"
             continue

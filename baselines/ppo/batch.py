@@ -16,7 +16,15 @@ import numpy as np
 import torch
 
 from baselines.ppo.generation import sequence_logprobs
-from baselines.ppo.losses import gae_advantages, group_advantages, kl_penalty, ppo_policy_loss, value_loss
+from baselines.ppo.losses import (
+    aggregate,
+    gae_advantages,
+    group_advantages,
+    kl_penalty,
+    masked_whiten,
+    ppo_policy_loss,
+    value_loss,
+)
 from baselines.ppo.rollout import Episode, TurnSample
 
 
@@ -95,8 +103,11 @@ def fill_old_stats(rows: list[Row], policy, critic, reference, temperature: floa
                 row.old_values = vec
 
 
-def fill_advantages(episodes: list[Episode], rows_by_episode: dict[tuple[int, int], list[Row]], config) -> None:
-    """Advantages per response token: GAE over each episode's chain of response tokens, or group-relative."""
+def fill_advantages(
+    episodes: list[Episode], rows_by_episode: dict[tuple[int, int], list[Row]], config, reduce=None
+) -> None:
+    """Advantages per response token: GAE over each episode's chain of response tokens (whitened over the whole
+    batch's response tokens, ``reduce`` summing across ranks), or group-relative."""
     if config.advantage == "gae":
         for key, rows in rows_by_episode.items():
             values = torch.cat([r.old_values for r in rows]).unsqueeze(0)  # (1, L_total)
@@ -109,6 +120,16 @@ def fill_advantages(episodes: list[Episode], rows_by_episode: dict[tuple[int, in
                 row.advantages = adv[0, offset : offset + row.length]
                 row.returns = ret[0, offset : offset + row.length]
                 offset += row.length
+        rows = [row for key in sorted(rows_by_episode) for row in rows_by_episode[key]]
+        if config.whiten_advantages:  # also with no local rows: the statistics are summed across ranks
+            flat = torch.cat([row.advantages for row in rows]) if rows else torch.zeros(0)
+            whitened = masked_whiten(flat, torch.ones_like(flat), reduce=reduce)
+            offset = 0
+            for row in rows:
+                row.advantages = whitened[offset : offset + row.length]
+                offset += row.length
+        return
+    if not episodes:
         return
     groups = sorted({e.group for e in episodes})
     samples = max(e.sample for e in episodes) + 1
@@ -133,10 +154,11 @@ def build_rows(episodes: list[Episode]) -> tuple[list[Row], dict[tuple[int, int]
 
 
 def normalizer(rows: list[Row], config) -> float:
-    """Denominator of the minibatch loss: response tokens (token-mean) or sequences × budget (Dr.GRPO)."""
-    if config.advantage == "drgrpo":
-        return float(len(rows) * config.max_new_tokens)
-    return float(sum(r.length for r in rows))
+    """Denominator of the minibatch loss: its response tokens (``token-mean``) or its sequences (the
+    ``seq-mean-*`` modes); see :func:`baselines.ppo.losses.aggregate`."""
+    if config.aggregation == "token-mean":
+        return float(sum(r.length for r in rows))
+    return float(len(rows))
 
 
 def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool = False):
@@ -147,21 +169,23 @@ def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool
     width = logp.shape[1]
     old = _scatter(rows, [r.old_logp for r in rows], width).to(logp.device)
     adv = _scatter(rows, [r.advantages for r in rows], width).to(logp.device)
-    aggregation = "seq-mean-token-sum-norm" if config.advantage == "drgrpo" else "token-mean"
+    mode = config.aggregation
     pg_loss, stats = ppo_policy_loss(
-        logp, old, adv, mask, config.clip_low, config.clip_high, aggregation, normalizer=denominator
+        logp, old, adv, mask, config.clip_low, config.clip_high, mode, normalizer=denominator
     )
     token_count = float(sum(r.length for r in rows))
-    entropy_term = (entropy * mask).sum() / denominator if entropy is not None else torch.zeros(())
+    # entropy and KL reduced exactly as the policy loss (verl's actor: agg_loss with the same loss_agg_mode)
+    entropy_term = aggregate(entropy, mask, mode, denominator) if entropy is not None else torch.zeros(())
     kl_term = torch.zeros((), device=logp.device)
     if rows[0].ref_logp is not None:
         ref = _scatter(rows, [r.ref_logp for r in rows], width).to(logp.device)
-        kl_term = (kl_penalty(logp, ref) * mask).sum() / denominator
+        kl_term = aggregate(kl_penalty(logp, ref, config.kl_loss_type), mask, mode, denominator)
     if parts:
         return pg_loss, entropy_term, kl_term
     loss = pg_loss - config.entropy_coef * entropy_term + config.kl_coef * kl_term
     stats = {k: float(v) * token_count for k, v in stats.items()}  # token-weighted, averaged by the caller
-    stats["entropy"] = float(entropy_term.detach()) * denominator if entropy is not None else float("nan")
+    stats["pg_loss"] = float(pg_loss.detach())
+    stats["entropy"] = float((entropy.detach() * mask).sum()) if entropy is not None else float("nan")  # token-weighted
     return loss, stats
 
 

@@ -17,6 +17,11 @@ from ragen_envs.core import check_choice, check_range
 
 ADVANTAGES = ("gae", "grpo", "drgrpo")
 FILTER_MODES = ("top_p", "top_k", "top_k_abs", "min_p")
+KL_TYPES = ("kl", "low_var_kl")
+LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
+DEFAULT_AGGREGATION = {"gae": "token-mean", "grpo": "seq-mean-token-mean", "drgrpo": "seq-mean-token-sum"}
+"""RAGEN's scripts' ``loss_agg_mode`` per algorithm (PPO, GRPO, Dr.GRPO)."""
+MI_SCHEMES = ("first_turn", "trajectory")
 
 
 @dataclass
@@ -57,6 +62,15 @@ class PPOConfig:
     """Entropy bonus coefficient."""
     kl_coef: float = 0.0
     """KL-to-reference loss coefficient; 0 loads no reference model (RAGEN-2: no KL loss)."""
+    kl_loss_type: str = "kl"
+    """KL estimator: ``kl`` (k1, RAGEN's default) or ``low_var_kl`` (k3, clamped to [−10, 10] as verl)."""
+    loss_agg_mode: str = "auto"
+    """How policy, entropy and KL terms are reduced: ``token-mean``, ``seq-mean-token-mean``,
+    ``seq-mean-token-sum``; ``auto`` is RAGEN's per-algorithm setting (gae: token-mean, grpo: seq-mean-token-mean,
+    drgrpo: seq-mean-token-sum)."""
+    whiten_advantages: bool = True
+    """GAE only: whiten the advantages over the batch's response tokens (verl's ``masked_whiten``, always on
+    there); off leaves raw GAE advantages (for ablations)."""
     temperature: float = 1.0
     """Sampling temperature of rollouts; log-probs for the loss use the same temperature."""
     max_new_tokens: int = 400
@@ -78,7 +92,8 @@ class PPOConfig:
     filter_mode: str = "top_p"
     """SNR filter: ``top_p``, ``top_k``, ``top_k_abs``, ``min_p`` (see ``snr_filter``)."""
     filter_value: float = 0.9
-    """Filter parameter; ``top_p`` with value ≥ 1 keeps every group (no filter)."""
+    """Filter parameter; ``top_p`` with value ≥ 1 keeps every candidate group: no filter at all needs
+    ``filter_include_zero=True`` too (RAGEN's rule drops zero-spread groups otherwise)."""
     filter_prob_mode: str = "linear"
     """``linear`` or ``softmax`` top-p."""
     filter_spread: str = "std"
@@ -87,14 +102,19 @@ class PPOConfig:
     """Keep zero-spread groups as candidates."""
     filter_eps: float = 0.01
     """Top-p slack: keep the prefix reaching value·total − eps."""
+    filter_selection: str = "spread"
+    """``spread``: keep the groups the SNR rule picks; ``random``: keep as many groups as it picks, drawn
+    uniformly at random (the control that tells selection-by-spread apart from merely training on fewer groups)."""
     mi_every: int = 5
     """Compute the MI family every k iterations (and at iteration 0); 0 disables."""
     mi_samples: int = 64
     """Pairs drawn for each MI sampling scheme."""
+    mi_schemes: list[str] = field(default_factory=lambda: ["first_turn", "trajectory"])
+    """Which MI sampling schemes to compute (``first_turn``, ``trajectory``; the harness's samplers)."""
     grad_buckets_every: int = 0
     """Every k iterations report task/entropy/KL gradient norms per reward-variance bucket; 0 = off."""
-    grad_buckets: int = 3
-    """Number of reward-variance quantile buckets."""
+    grad_buckets: int = 6
+    """Number of reward-std quantile buckets (RAGEN: 6)."""
     out_dir: str = "runs/train"
     """Where metrics (JSONL, CSV, TensorBoard) and checkpoints go."""
     checkpoint_every: int = 5
@@ -130,6 +150,14 @@ class PPOConfig:
         check_range("lam", self.lam, 0.0, 1.0)
         check_range("temperature", self.temperature, 1e-6)
         check_choice("advantage", self.advantage, ADVANTAGES)
+        check_choice("kl_loss_type", self.kl_loss_type, KL_TYPES)
+        check_choice("loss_agg_mode", self.loss_agg_mode, ("auto", *LOSS_AGGREGATIONS))
+        check_choice("filter_selection", self.filter_selection, ("spread", "random"))
+        if isinstance(self.mi_schemes, str):
+            raise ValueError(f"mi_schemes must be a list of scheme names, e.g. ['first_turn'], got {self.mi_schemes!r}")
+        self.mi_schemes = list(self.mi_schemes)
+        for scheme in self.mi_schemes:
+            check_choice("mi_schemes", scheme, MI_SCHEMES)
         check_choice("filter_mode", self.filter_mode, FILTER_MODES)
         check_choice("filter_prob_mode", self.filter_prob_mode, ("linear", "softmax"))
         check_choice("filter_spread", self.filter_spread, ("std", "var"))
@@ -144,6 +172,11 @@ class PPOConfig:
             )
         if not self.model:
             raise ValueError("model must name a model directory, e.g. model='baselines/tiny/model'")
+
+    @property
+    def aggregation(self) -> str:
+        """The loss aggregation in force (``loss_agg_mode`` with ``auto`` resolved per algorithm)."""
+        return DEFAULT_AGGREGATION[self.advantage] if self.loss_agg_mode == "auto" else self.loss_agg_mode
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)

@@ -1,112 +1,133 @@
 """Training-time diagnostics on the pre-filter batch: the MI family and the SNR gradient buckets.
 
-MI (DESIGN.md): teacher-force every sampled reasoning z_i (text between ``<think>`` and ``</think>``, tags
-excluded, stripped, re-tokenised) under every sampled prompt x_j with the current policy, and hand the
-matrix to ``harness.metrics.collapse_metrics``. Two schemes: first-turn pairs (columns = the groups'
-distinct first-turn prompts) and trajectory-uniform pairs (episode uniform, then turn uniform; each draw
-its own column, token-identical prompts marked equivalent for retrieval).
+MI: the harness's estimator itself (``harness.mi.collapse_for``: the same first-turn and trajectory-uniform
+samplers, prompt equivalence and family), run on the iteration's episodes written as harness records, with the
+current policy as the scoring agent (:func:`policy_agent`, an ``hf:`` agent over the in-memory model). The same
+episodes therefore give the same numbers here and in ``harness`` (tested). The draws are seeded by the run seed
+and the iteration. ``collapse_first_turn/valid_rate`` is the fraction of episodes whose first turn carries
+reasoning; ``collapse_first_turn/retrieval_accuracy_itt`` counts a first turn without reasoning as a retrieval
+miss (intention to treat: a policy that stops reasoning cannot look input-dependent by dropping its rows).
 """
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import torch
 
-from baselines.ppo.rollout import Episode, TurnSample
-from harness.agents.decoding import score_matrix_ids
-from harness.metrics import collapse_metrics
-
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-
-
-def reasoning_of(text: str) -> str | None:
-    """The reasoning between the think tags, or None when absent or empty (RAGEN drops those)."""
-    start = text.find(THINK_OPEN)
-    end = text.find(THINK_CLOSE, start + len(THINK_OPEN)) if start >= 0 else -1
-    if start < 0 or end < 0:
-        return None
-    reasoning = text[start + len(THINK_OPEN) : end].strip()
-    return reasoning or None
+from baselines.ppo.batch import normalizer
+from baselines.ppo.rollout import Episode
+from harness.agents.hf import HFAgent
+from harness.agents.registry import AgentOptions
+from harness.mi import collapse_for
+from harness.rollout import reasoning_of
+from harness.seeding import derive_seed
 
 
-def score_matrix(policy, tokenizer, prompt_ids: list[list[int]], reasonings: list[str], temperature: float):
-    """(M, N) mean and summed log p(reasoning_i | prompt_j) under the policy.
-
-    Each distinct prompt and each distinct reasoning is scored once and the matrix is expanded from them
-    (a group's samples share their first-turn prompt, and trajectory-uniform draws repeat turns, so this
-    cuts the work several-fold); the scoring itself is the shared scorer that reuses each prompt's KV cache
-    across every reasoning (:func:`harness.agents.decoding.score_matrix_ids`).
-    """
-    prompt_keys = [tuple(p) for p in prompt_ids]
-    column_of = {key: j for j, key in enumerate(dict.fromkeys(prompt_keys))}  # distinct prompt -> its column
-    row_of = {text: i for i, text in enumerate(dict.fromkeys(reasonings))}  # distinct reasoning -> its row
-    text_ids = [tokenizer(r, add_special_tokens=False)["input_ids"] for r in row_of]
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    sums, counts = score_matrix_ids(
-        policy, [list(k) for k in column_of], text_ids, temperature=temperature, pad_id=pad_id
-    )
-    rows = np.array([row_of[r] for r in reasonings])
-    columns = np.array([column_of[k] for k in prompt_keys])
-    total = sums[np.ix_(rows, columns)]
-    return total / np.maximum(counts[np.ix_(rows, columns)], 1), total
-
-
-def _pairs_first_turn(episodes: list[Episode], rng: np.random.Generator, count: int):
-    turns = [e.turns[0] for e in episodes if e.turns and reasoning_of(e.turns[0].response_text)]
-    if not turns:
-        return [], [], [], None
-    pick = rng.choice(len(turns), size=min(count, len(turns)), replace=False)
-    chosen = [turns[i] for i in sorted(pick)]
-    groups = sorted({t.group for t in chosen})
-    column_of = {g: j for j, g in enumerate(groups)}
-    prompts = [next(t.prompt_ids for t in chosen if t.group == g) for g in groups]
-    return prompts, [reasoning_of(t.response_text) for t in chosen], [column_of[t.group] for t in chosen], None
+def episode_records(episodes: list[Episode], config) -> list[dict]:
+    """The learner's episodes as harness episode records (the fields ``harness.mi`` reads)."""
+    kwargs = dict(config.env_kwargs)
+    if config.max_turns is not None:
+        kwargs["max_turns"] = config.max_turns
+    response_format = gym.make(config.env_id, **kwargs).unwrapped.response_format
+    records = []
+    for e in episodes:
+        turns = [
+            {
+                "prompt": list(t.context.messages),
+                "prefill": t.context.prefill,
+                "response": t.response_text,
+                "reasoning": reasoning_of(t.response_text, response_format),
+                "reward": t.reward,
+            }
+            for t in e.turns
+        ]
+        records.append({"env_id": config.env_id, "env_kwargs": kwargs, "seed": e.env_seed, "turns": turns})
+    return records
 
 
-def _pairs_trajectory(episodes: list[Episode], rng: np.random.Generator, count: int):
-    chosen: list[TurnSample] = []
-    candidates = [e for e in episodes if any(reasoning_of(t.response_text) for t in e.turns)]
-    for _ in range(count if candidates else 0):
-        episode = candidates[int(rng.integers(len(candidates)))]
-        turn = episode.turns[int(rng.integers(len(episode.turns)))]
-        if reasoning_of(turn.response_text):
-            chosen.append(turn)
-    prompts = [t.prompt_ids for t in chosen]
-    keys = [tuple(p) for p in prompts]
-    equivalent = np.array([[a == b for b in keys] for a in keys], dtype=bool) if keys else None
-    return prompts, [reasoning_of(t.response_text) for t in chosen], list(range(len(chosen))), equivalent
+def policy_agent(policy, tokenizer, config) -> HFAgent:
+    """The policy as an ``hf:`` scoring agent (same spec as ``harness`` would give the model directory, so the
+    harness's draws are the same), scoring on the learner's thread budget."""
+    threads = config.cpu_threads or torch.get_num_threads()
+    agent = HFAgent(policy, tokenizer, AgentOptions(temperature=config.temperature, extra={"score_threads": threads}))
+    agent.spec = f"hf:{config.model}"
+    return agent
 
 
-def mi_family(policy, tokenizer, episodes: list[Episode], config, rng: np.random.Generator) -> dict[str, float]:
-    """Both MI sampling schemes; keys ``collapse_first_turn/<metric>`` and ``collapse_trajectory/<metric>``."""
+def mi_family(policy, tokenizer, episodes: list[Episode], config, iteration: int) -> dict[str, float]:
+    """The configured schemes; keys ``collapse_first_turn/<metric>`` and ``collapse_trajectory/<metric>``."""
+    records = episode_records(episodes, config)
+    agent = policy_agent(policy, tokenizer, config)
+    run_seed = derive_seed("train-mi", config.seed, iteration)
+    results = collapse_for(agent, records, run_seed, config.mi_samples, schemes=config.mi_schemes)
     out: dict[str, float] = {}
-    for scheme, draw in (("first_turn", _pairs_first_turn), ("trajectory", _pairs_trajectory)):
-        prompts, reasonings, own, equivalent = draw(episodes, rng, config.mi_samples)
-        out[f"collapse_{scheme}/num_pairs"] = float(len(reasonings))
-        if len(reasonings) < 2 or len(prompts) < 1:
+    for scheme, metrics in results.items():
+        if isinstance(metrics, str):  # unavailable (e.g. no turn has reasoning): logged as absent
             continue
-        mean, total = score_matrix(policy, tokenizer, prompts, reasonings, config.temperature)
-        for name, estimate in collapse_metrics(mean, np.array(own), total, equivalent).items():
+        for name, estimate in metrics.items():
             out[f"collapse_{scheme}/{name}"] = float(estimate.value)
+    if "first_turn" in config.mi_schemes and records:
+        valid = float(np.mean([bool(r["turns"] and r["turns"][0]["reasoning"]) for r in records]))
+        out["collapse_first_turn/valid_rate"] = valid
+        accuracy = out.get("collapse_first_turn/retrieval_accuracy", 0.0)
+        out["collapse_first_turn/retrieval_accuracy_itt"] = accuracy * valid
     return out
 
 
 def grad_norm_buckets(rows_by_group: dict[int, list], group_std: dict[int, float], policy, config, loss_parts) -> dict:
-    """Split groups into reward-variance quantile buckets; per bucket, the gradient norm of the task term,
-    the entropy term and the KL term, each from its own backward pass (no optimiser step)."""
+    """The SNR mechanism, measured as RAGEN's gradient reporter does (no optimiser step).
+
+    Groups are sorted by reward std and split into ``grad_buckets`` quantile buckets (bucket 0 lowest). Each
+    bucket is cut into minibatches of ``minibatch_size`` rows, as an update would be; per minibatch, the task,
+    entropy and KL terms each get their own gradient (summed over micro-batches), and the norms are averaged
+    over the bucket's minibatches. Two readings are logged:
+
+    - ``grad_norm/bucket<i>/{task,entropy,kl}``: RAGEN's, the terms *as they enter the loss*: ‖∇ L_pg‖,
+      ‖∇ (−c_H·H)‖ = c_H·‖∇H‖ and ‖∇ (c_KL·KL)‖; entropy only when ``entropy_coef`` > 0 and KL only with a
+      reference model (as RAGEN skips a component whose coefficient is off);
+    - ``grad_norm_raw/bucket<i>/{entropy,kl}``: the same without the coefficient, ‖∇H‖ and ‖∇KL‖ (KL with a
+      reference model only), to compare the directions' sizes whatever the coefficient.
+
+    ``loss_parts(rows, denominator) -> (task, entropy, kl)`` gives the micro-batch terms divided by the
+    minibatch's normaliser. Also logged per bucket: ``reward_std`` (mean over its groups) and ``groups``.
+    """
     ordered = sorted(rows_by_group, key=lambda g: (group_std[g], g))
     buckets = [b for b in np.array_split(np.array(ordered), config.grad_buckets) if len(b)]
     params = [p for p in policy.parameters() if p.requires_grad]
+    has_kl = config.kl_coef > 0
     out: dict[str, float] = {}
     for index, bucket in enumerate(buckets):
         rows = [row for g in bucket for row in rows_by_group[int(g)]]
         out[f"grad_norm/bucket{index}/reward_std"] = float(np.mean([group_std[int(g)] for g in bucket]))
-        task, entropy, kl = loss_parts(rows)
-        for name, term in (("task", task), ("entropy", entropy), ("kl", kl)):
-            if not term.requires_grad:
-                continue
-            grads = torch.autograd.grad(term, params, retain_graph=True, allow_unused=True)
-            out[f"grad_norm/bucket{index}/{name}"] = float(
-                torch.sqrt(sum((g.float() ** 2).sum() for g in grads if g is not None))
-            )
+        out[f"grad_norm/bucket{index}/groups"] = float(len(bucket))
+        norms: dict[str, list[float]] = {}
+        num_minibatches = max(1, -(-len(rows) // config.minibatch_size))
+        for part in np.array_split(np.arange(len(rows)), num_minibatches):
+            minibatch = [rows[i] for i in part]
+            denominator = normalizer(minibatch, config)
+            sums: dict[str, list[torch.Tensor]] = {}
+            for start in range(0, len(minibatch), config.micro_batch_size):
+                task, entropy, kl = loss_parts(minibatch[start : start + config.micro_batch_size], denominator)
+                terms = {"task": task, "entropy": entropy, "kl": kl}
+                for name, term in terms.items():
+                    if not term.requires_grad or (name == "kl" and not has_kl):
+                        continue
+                    grads = torch.autograd.grad(term, params, retain_graph=True, allow_unused=True)
+                    grads = [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]
+                    if name in sums:
+                        sums[name] = [a + b for a, b in zip(sums[name], grads)]
+                    else:
+                        sums[name] = grads
+            for name, grads in sums.items():
+                norm = float(torch.sqrt(sum((g.float() ** 2).sum() for g in grads)))
+                if name == "task":
+                    norms.setdefault("grad_norm/{}/task", []).append(norm)
+                    continue
+                coefficient = config.entropy_coef if name == "entropy" else config.kl_coef
+                norms.setdefault(f"grad_norm_raw/{{}}/{name}", []).append(norm)
+                if coefficient > 0:
+                    norms.setdefault(f"grad_norm/{{}}/{name}", []).append(coefficient * norm)
+        for key, values in norms.items():
+            out[key.format(f"bucket{index}")] = float(np.mean(values))
     return out

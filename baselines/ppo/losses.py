@@ -2,20 +2,70 @@
 
 Token-level conventions follow RAGEN/veRL: the episode reward sits on the last response token, only response
 tokens (``mask == 1``) carry loss, and observation tokens of later turns are skipped by the GAE recursion
-(``mask == 0`` positions pass the running advantage through unchanged).
+(``mask == 0`` positions pass the running advantage through unchanged). GAE advantages are then whitened over
+the batch's response tokens (:func:`masked_whiten`, verl's formula), and every loss term (policy, entropy, KL)
+is reduced by the same :func:`aggregate` mode, as verl's actor does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
-LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-sum-norm")
+from baselines.ppo.config import KL_TYPES, LOSS_AGGREGATIONS
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of ``values`` over positions where ``mask`` is 1 (0 when the mask is empty)."""
     mask = mask.to(values.dtype)
     return (values * mask).sum() / mask.sum().clamp_min(1.0)
+
+
+def masked_whiten(
+    values: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True, reduce: Callable[[float], float] | None = None
+) -> torch.Tensor:
+    """verl's ``masked_whiten``: (x − mean)·rsqrt(var + 1e-8) with the mean and the *unbiased* variance taken
+    over the positions where ``mask`` is 1; ``shift_mean=False`` adds the mean back (rescale only).
+
+    Why (PPO): without it the task term shrinks with the batch's reward spread while the entropy and KL terms do
+    not, which changes exactly the task-to-regulariser ratio that template collapse is about. ``reduce`` sums a
+    float over the ranks of a distributed run, so the statistics are the whole batch's (N ranks whiten exactly
+    as one process would). The result is defined at every position (callers keep multiplying by the mask);
+    fewer than two masked positions have no variance and raise, as verl's ``masked_var`` does.
+    """
+    reduce = reduce or (lambda x: x)
+    mask = mask.to(values.dtype)
+    count = reduce(float(mask.sum()))
+    if count < 2:
+        raise ValueError(f"masked_whiten needs at least 2 masked positions, got {int(count)}")
+    mean = reduce(float((values * mask).sum())) / count
+    variance = reduce(float((((values - mean) ** 2) * mask).sum())) / count * (count / (count - 1))
+    whitened = (values - mean) * torch.rsqrt(torch.tensor(variance + 1e-8, dtype=values.dtype))
+    return whitened + mean if not shift_mean else whitened
+
+
+def aggregate(
+    per_token: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean", normalizer: float | None = None
+) -> torch.Tensor:
+    """Reduce a (B, T) per-token loss to a scalar as verl's ``agg_loss`` does.
+
+    ``token-mean``: Σ loss / Σ tokens; ``seq-mean-token-mean``: the mean over sequences of each sequence's token
+    mean; ``seq-mean-token-sum``: the mean over sequences of each sequence's token sum. ``normalizer`` replaces
+    the denominator (the minibatch's token count, or its sequence count) so that micro-batches of one minibatch,
+    or shards of one batch on several ranks, sum to exactly the loss of the whole (1×8 ≡ 8×1).
+    """
+    mask = mask.to(per_token.dtype)
+    if mode == "token-mean":
+        total = (per_token * mask).sum()
+        return total / (mask.sum().clamp_min(1.0) if normalizer is None else normalizer)
+    if mode == "seq-mean-token-mean":
+        total = ((per_token * mask).sum(dim=-1) / mask.sum(dim=-1).clamp_min(1.0)).sum()
+    elif mode == "seq-mean-token-sum":
+        total = (per_token * mask).sum()
+    else:
+        raise ValueError(f"aggregation must be one of {LOSS_AGGREGATIONS}, got {mode!r}")
+    return total / (per_token.shape[0] if normalizer is None else normalizer)
 
 
 def gae_advantages(
@@ -63,22 +113,13 @@ def ppo_policy_loss(
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Clipped surrogate (asymmetric clip, as RAGEN-2's 0.2/0.28); returns (pg_loss, stats) with (B, T) inputs.
 
-    ``aggregation``: ``token-mean`` averages over all response tokens of the batch; ``seq-mean-token-sum-norm``
-    (Dr.GRPO) sums per sequence and divides by a constant (the max length T) so long answers are not favoured.
-    ``normalizer`` replaces the denominator (token count, or sequence count × T) so that micro-batches of one
-    minibatch, or shards of one batch on several ranks, sum to exactly the loss of the whole (1×8 ≡ 8×1).
+    ``aggregation`` and ``normalizer``: see :func:`aggregate`.
     """
     ratio = torch.exp(logp - old_logp)  # (B, T)
     unclipped = -advantages * ratio
     clipped = -advantages * torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
     per_token = torch.maximum(unclipped, clipped)
-    if aggregation == "token-mean":
-        pg_loss = masked_mean(per_token, mask) if normalizer is None else (per_token * mask).sum() / normalizer
-    elif aggregation == "seq-mean-token-sum-norm":
-        total = (per_token * mask).sum()
-        pg_loss = total / (per_token.shape[0] * per_token.shape[1]) if normalizer is None else total / normalizer
-    else:
-        raise ValueError(f"aggregation must be one of {LOSS_AGGREGATIONS}, got {aggregation!r}")
+    pg_loss = aggregate(per_token, mask, aggregation, normalizer)
     with torch.no_grad():
         log_ratio = logp - old_logp
         stats = {
@@ -111,7 +152,16 @@ def token_entropy(logits: torch.Tensor) -> torch.Tensor:
     return -(logp.exp() * logp).sum(dim=-1)
 
 
-def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
-    """Per-token k3 estimate of KL(π‖π_ref) from sampled-token log-probs; (B, T)."""
-    log_ratio = ref_logp - logp
-    return torch.exp(log_ratio) - 1 - log_ratio
+def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "kl") -> torch.Tensor:
+    """Per-token estimate of KL(π‖π_ref) from sampled-token log-probs, (B, T), as verl's ``kl_penalty``.
+
+    ``kl`` (k1, RAGEN's default ``kl_loss_type``): log π − log π_ref, unclamped as in verl. ``low_var_kl`` (k3):
+    r − log r − 1 with log r = log π_ref − log π clamped to [−20, 20] and the result clamped to [−10, 10] (verl's
+    guards against a ratio that overflows when the policy has moved far from the reference).
+    """
+    if kind == "kl":
+        return logp - ref_logp
+    if kind == "low_var_kl":
+        log_ratio = torch.clamp(ref_logp - logp, -20.0, 20.0)
+        return torch.clamp(torch.exp(log_ratio) - log_ratio - 1, -10.0, 10.0)
+    raise ValueError(f"kl_loss_type must be one of {KL_TYPES}, got {kind!r}")

@@ -7,13 +7,19 @@ computed keeps the update dominated by signal.
 
 The rule (DESIGN.md; RAGEN ``RewardRolloutFilter``):
   spread_g = std(returns[g], ddof=1)  (or the variance), on RAW episode returns, format penalties included;
-  zero-spread groups (|spread| ≤ 1e-10) are dropped unless ``include_zero``;
-  ``top_p`` linear: sort by spread, descending (ties keep group order); keep the shortest prefix whose cumulative
-  spread reaches ``value · total − eps``; ``value ≥ 1`` keeps every group;
-  ``top_p`` softmax: probabilities softmax(spread); keep the shortest prefix whose probability mass reaches ``value``;
-  ``top_k``: the ``max(1, int(value · G))`` largest; ``top_k_abs``: the ``int(value)`` largest;
-  ``min_p``: every group with spread ≥ ``value · max spread``.
+  zero-spread groups (|spread| ≤ 1e-10) are dropped unless ``include_zero`` (also with ``top_p`` ≥ 1);
+  ``top_p`` linear: sort by spread, descending (ties keep group order); threshold = ``value · total − eps``; take
+  groups while the running sum is below the threshold (stopping at a spread ≤ 0); keep them if the sum reached it,
+  else nothing. A threshold ≤ 0 is reached before any group is taken: nothing is kept (RAGEN's loop, exactly);
+  ``top_p`` ≥ 1 keeps every candidate;
+  ``top_p`` softmax: probabilities softmax(spread); keep the first ``searchsorted(cumsum, value) + 1`` groups;
+  ``top_k``: the ``int(value · G)`` largest, at least 1, at most the candidates; ``top_k_abs``: the ``int(value)``
+  largest, at least 1 (``value`` 0 keeps one group), at most the candidates;
+  ``min_p``: every group with spread ≥ ``value · max spread − 1e-10`` (ties at the bar are kept).
 An empty selection means "skip this update" (log it; RAGEN stops after 5 in a row).
+
+Documented differences from RAGEN's torch code: spreads are float64 (RAGEN casts to float32), and the sort is
+stable (torch's default sort leaves the order of tied spreads unspecified; here ties keep group order).
 """
 
 from __future__ import annotations
@@ -26,6 +32,15 @@ MODES = ("top_p", "top_k", "top_k_abs", "min_p")
 PROB_MODES = ("linear", "softmax")
 SPREADS = ("std", "var")
 ZERO_SPREAD = 1e-10
+MIN_P_TOLERANCE = 1e-10
+
+
+def random_groups(num_groups: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` of ``num_groups`` group indices drawn uniformly without replacement (ascending): the control
+    that keeps as many groups as the filter would, chosen without looking at their spread."""
+    if not 0 <= count <= num_groups:
+        raise ValueError(f"count must be in [0, {num_groups}], got {count}")
+    return np.sort(rng.choice(num_groups, size=count, replace=False)).astype(int)
 
 
 def group_spread(returns: np.ndarray, spread: str = "std") -> np.ndarray:
@@ -56,11 +71,10 @@ def select_groups(
         raise ValueError(f"value must be a finite number ≥ 0, got {value!r}")
     spreads = group_spread(returns, spread)
     num_groups = len(spreads)
-    if mode == "top_p" and value >= 1.0:
-        return np.arange(num_groups)
-
     candidates = np.arange(num_groups) if include_zero else np.flatnonzero(np.abs(spreads) > ZERO_SPREAD)
     if len(candidates) == 0:
+        return candidates
+    if mode == "top_p" and value >= 1.0:
         return candidates
     # Stable sort on the negated spread: descending, ties keep the original group order.
     order = candidates[np.argsort(-spreads[candidates], kind="stable")]
@@ -70,24 +84,21 @@ def select_groups(
         threshold = value * ranked.sum() - eps
         kept, total = 0, 0.0
         for s in ranked:
-            if s <= 0.0:
+            if total >= threshold or s <= 0.0:
                 break
             total += float(s)
             kept += 1
-            if total >= threshold:
-                break
         chosen = order[:kept] if total >= threshold else order[:0]
     elif mode == "top_p":  # softmax
         probs = np.exp(ranked - ranked.max())
         probs /= probs.sum()
-        count = int(np.searchsorted(np.cumsum(probs), value - 1e-12)) + 1
+        count = int(np.searchsorted(np.cumsum(probs), value)) + 1
         chosen = order[: min(count, len(order))]
-    elif mode == "top_k":
-        chosen = order[: max(1, int(value * num_groups))]
-    elif mode == "top_k_abs":
-        chosen = order[: int(value)]
+    elif mode in ("top_k", "top_k_abs"):
+        count = int(value * num_groups) if mode == "top_k" else int(value)
+        chosen = order[: max(1, min(count, len(order)))]
     else:  # min_p
-        chosen = order[ranked >= value * ranked[0]]
+        chosen = order[ranked >= value * ranked[0] - MIN_P_TOLERANCE]
     return np.sort(chosen)
 
 

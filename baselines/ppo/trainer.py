@@ -5,9 +5,10 @@ One iteration (``Trainer.iteration``):
   2. diagnostics on the *pre-filter* batch: success, return, token entropy, the MI family every ``mi_every``
      iterations, the SNR gradient buckets every ``grad_buckets_every`` iterations;
   3. ``snr_filter.select_groups`` on the raw returns; whole groups are dropped here, before anything else is
-     computed; an empty selection skips the update (logged as ``rollout/empty_after_filter``);
-  4. old log-probs, values (critic, GAE) or group-relative advantages (GRPO, Dr.GRPO), optional reference
-     log-probs for a KL loss;
+     computed; an empty selection skips the update (logged as ``rollout/empty_after_filter``). With
+     ``filter_selection="random"`` the same number of groups is kept, drawn at random (a control);
+  4. old log-probs, values (critic, GAE, whitened over the kept batch) or group-relative advantages (GRPO,
+     Dr.GRPO), optional reference log-probs for a KL loss;
   5. ``ppo_epochs`` passes of minibatches with gradient accumulation over micro-batches; under ``torchrun``
      every rank rolls out its share of the groups and gradients are summed across ranks with one global
      token normaliser, so N ranks make exactly the update one process makes on the combined batch.
@@ -31,7 +32,7 @@ from baselines.ppo import batch as B
 from baselines.ppo.config import PPOConfig
 from baselines.ppo.diagnostics import grad_norm_buckets, mi_family
 from baselines.ppo.rollout import collect_rollouts
-from baselines.ppo.snr_filter import filter_stats, select_groups
+from baselines.ppo.snr_filter import filter_stats, random_groups, select_groups
 from baselines.ppo.tracking import open_trackers, parse_report_to
 from harness.seeding import derive_seed
 
@@ -261,17 +262,19 @@ class Trainer:
         }
         if self.engine is not None:  # the weight sync before these rollouts, and its probe's parity
             log.update(self.engine.last_sync)
-        rng = np.random.default_rng(derive_seed("train-mi", cfg.seed, iteration))
         if cfg.mi_every and iteration % cfg.mi_every == 0 and self.dist.main:
             self.policy.eval()
             mi_start = time.perf_counter()
-            log.update(mi_family(self.policy, self.tokenizer, local, cfg, rng))
+            log.update(mi_family(self.policy, self.tokenizer, local, cfg, iteration))
             log["timing/mi_s"] = time.perf_counter() - mi_start
 
         kept = select_groups(
             returns, mode=cfg.filter_mode, value=cfg.filter_value, prob_mode=cfg.filter_prob_mode,
             spread=cfg.filter_spread, include_zero=cfg.filter_include_zero, eps=cfg.filter_eps,
         )  # fmt: skip
+        if cfg.filter_selection == "random":
+            drawn = np.random.default_rng(derive_seed("train-random-drop", cfg.seed, iteration))
+            kept = random_groups(len(groups), len(kept), drawn)
         stats = filter_stats(returns, kept)
         log.update({
             "rollout/filter_kept_count": stats.kept_count, "rollout/filter_kept_ratio": stats.kept_ratio,
@@ -281,44 +284,47 @@ class Trainer:
         })  # fmt: skip
 
         analyse = cfg.grad_buckets_every and iteration % cfg.grad_buckets_every == 0
+        if analyse:
+            log.update(self.gradient_buckets(local, returns, groups))
         kept_groups = {groups[i] for i in kept}
-        chosen = local if analyse else [e for e in local if e.group in kept_groups]
+        chosen = [e for e in local if e.group in kept_groups]
         update_start = time.perf_counter()
-        if chosen:
+        if not stats.empty:  # every rank takes part (collectives inside), even one holding no kept group
             rows, by_episode = B.build_rows(chosen)
             B.fill_old_stats(rows, self.policy, self.critic, self.reference, cfg.temperature, cfg.micro_batch_size)
-            B.fill_advantages(chosen, by_episode, cfg)
-            if analyse:
-                log.update(self._grad_buckets(by_episode, returns, groups))
-                rows = [r for r in rows if r.group in kept_groups]
-            if not stats.empty:
-                log.update(self._update(rows, iteration))
+            B.fill_advantages(chosen, by_episode, cfg, reduce=self.dist.sum)
+            log.update(self._update(rows, iteration))
         log["timing/update_s"] = time.perf_counter() - update_start
         tokens = self.dist.sum(float(sum(len(t.response_ids) for e in local for t in e.turns)))
         log["perf/rollout_tokens_per_s"] = tokens / max(rollout_s, 1e-9)
         return log
 
-    def _grad_buckets(self, by_episode, returns, groups) -> dict[str, float]:
+    def gradient_buckets(self, episodes: list, returns: np.ndarray, groups: list[int]) -> dict[str, float]:
+        """Task/entropy/KL gradient norms per reward-std bucket on these (pre-filter) episodes, with their own
+        old log-probs and advantages (the whole batch's: GAE whitening over every episode); no optimiser step.
+        Single process only (the buckets need every group)."""
+        cfg = self.config
+        rows, by_episode = B.build_rows(episodes)
+        B.fill_old_stats(rows, self.policy, self.critic, self.reference, cfg.temperature, cfg.micro_batch_size)
+        B.fill_advantages(episodes, by_episode, cfg)
         rows_by_group: dict[int, list] = {}
-        for (group, _), rows in by_episode.items():
-            rows_by_group.setdefault(group, []).extend(rows)
+        for (group, _), mine in by_episode.items():
+            rows_by_group.setdefault(group, []).extend(mine)
         std = {g: float(np.std(returns[groups.index(g)], ddof=1)) for g in rows_by_group}
-        denominator = {g: B.normalizer(r, self.config) for g, r in rows_by_group.items()}
         self.policy.train()
 
-        def parts(rows):
-            return B.policy_loss(
-                rows, self.policy, self.config, sum(denominator[g] for g in {r.group for r in rows}), parts=True
-            )
+        def parts(rows, denominator):
+            return B.policy_loss(rows, self.policy, cfg, denominator, parts=True)
 
-        result = grad_norm_buckets(rows_by_group, std, self.policy, self.config, parts)
+        result = grad_norm_buckets(rows_by_group, std, self.policy, cfg, parts)
         self.policy.zero_grad(set_to_none=True)
         return result
 
     def _update(self, rows: list, iteration: int) -> dict[str, float]:
         cfg = self.config
         self.policy.train()
-        totals = {"losses/pg_loss": 0.0, "losses/approx_kl": 0.0, "losses/clipfrac": 0.0, "losses/entropy": 0.0}
+        totals = {"losses/approx_kl": 0.0, "losses/clipfrac": 0.0, "losses/entropy": 0.0}  # token-weighted sums
+        pg_total = 0.0  # the aggregated policy loss, summed over minibatches
         token_total = 0.0
         sequence_total = 0.0  # every position a forward/backward processes (prompt and response tokens)
         value_total = 0.0
@@ -333,6 +339,7 @@ class Trainer:
             for minibatch in np.array_split(np.arange(len(permuted)), num_minibatches):
                 mb = [permuted[i] for i in minibatch]
                 denominator = self.dist.sum(B.normalizer(mb, cfg))
+                tokens = self.dist.sum(float(sum(r.length for r in mb)))  # the critic's loss is a token mean
                 self.optimizer.zero_grad(set_to_none=True)
                 if self.critic_optimizer:
                     self.critic_optimizer.zero_grad(set_to_none=True)
@@ -340,16 +347,16 @@ class Trainer:
                     micro = mb[start : start + cfg.micro_batch_size]
                     loss, stats = B.policy_loss(micro, self.policy, cfg, denominator)
                     loss.backward()
-                    totals["losses/pg_loss"] += float(loss.detach()) * denominator
+                    pg_total += stats["pg_loss"]
                     totals["losses/approx_kl"] += stats["approx_kl"]
                     totals["losses/clipfrac"] += stats["clipfrac"]
                     totals["losses/entropy"] += stats["entropy"]
                     token_total += sum(r.length for r in micro)
                     sequence_total += sum(len(r.sequence) for r in micro)
                     if self.critic is not None:
-                        v_loss = B.critic_loss(micro, self.critic, cfg, denominator)
+                        v_loss = B.critic_loss(micro, self.critic, cfg, tokens)
                         v_loss.backward()
-                        value_total += float(v_loss.detach()) * denominator
+                        value_total += float(v_loss.detach()) * tokens
                 self.dist.sum_grads(params)
                 torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
                 self.optimizer.step()
@@ -362,6 +369,7 @@ class Trainer:
         elapsed = time.perf_counter() - update_start
         token_total = max(self.dist.sum(token_total), 1.0)
         out = {key: self.dist.sum(value) / token_total for key, value in totals.items()}
+        out["losses/pg_loss"] = self.dist.sum(pg_total) / max(steps, 1)
         if self.critic is not None:
             out["losses/value_loss"] = self.dist.sum(value_total) / token_total
         out["perf/train_tokens_per_s"] = token_total / max(elapsed, 1e-9)  # response tokens trained on

@@ -39,8 +39,8 @@ def test_grpo_raises_bandit_success_from_its_own_starting_point(tmp_path):
         model=str(SHIPPED), env_id="ragen/Bandit-v0",
         env_kwargs={"response_format": "answer", "max_turns": 1, "risky_prob": 1.0},
         iterations=8, prompts_per_iteration=4, samples_per_prompt=8, seed=0, advantage="grpo", actor_lr=3e-4,
-        temperature=1.0, max_new_tokens=48, minibatch_size=32, micro_batch_size=16, filter_value=1.0, mi_every=0,
-        checkpoint_every=0, tensorboard=False, out_dir=str(tmp_path / "run"), cpu_threads=1,
+        temperature=1.0, max_new_tokens=48, minibatch_size=32, micro_batch_size=16, filter_value=1.0,
+        filter_include_zero=True, mi_every=0, checkpoint_every=0, tensorboard=False, out_dir=str(tmp_path / "run"), cpu_threads=1,
     )  # fmt: skip
     rows = Trainer(config).train(resume=False)
     success = np.array([row["rollout/success"] for row in rows])

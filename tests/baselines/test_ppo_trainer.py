@@ -26,7 +26,7 @@ def small_config(model_dir, out_dir, **overrides):
     values = dict(
         model=model_dir, env_id="ragen/Bandit-v0", env_kwargs={"max_turns": 2}, iterations=2, prompts_per_iteration=2,
         samples_per_prompt=2, max_new_tokens=6, minibatch_size=16, micro_batch_size=4, out_dir=str(out_dir),
-        tensorboard=False, mi_every=0, actor_lr=1e-3, critic_lr=1e-3, filter_value=1.0,
+        tensorboard=False, mi_every=0, actor_lr=1e-3, critic_lr=1e-3, filter_value=1.0, filter_include_zero=True,
     )  # fmt: skip
     values.update(overrides)
     return PPOConfig(**values)
@@ -165,7 +165,7 @@ def test_two_gloo_ranks_make_the_single_process_update(tiny_model_dir, tmp_path)
     base = dict(model=tiny_model_dir, env_id="ragen/Bandit-v0", env_kwargs={"max_turns": 2}, iterations=1,
                 prompts_per_iteration=2, samples_per_prompt=2, max_new_tokens=6, minibatch_size=64,
                 micro_batch_size=2, tensorboard=False, mi_every=0, actor_lr=1e-2, advantage="grpo",
-                filter_value=1.0, entropy_coef=0.01, adam_eps=1.0)  # fmt: skip
+                filter_value=1.0, filter_include_zero=True, entropy_coef=0.01, adam_eps=1.0)  # fmt: skip
     # adam_eps=1 makes the step ≈ lr·gradient: with the default eps, Adam's first step is lr·sign(g), which
     # turns float-rounding noise in near-zero gradients into full-size differences.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
@@ -283,23 +283,31 @@ def test_rollouts_take_a_backend_sampler(tiny_model_dir, tmp_path):
     assert all(e.chained for e in episodes)
 
 
-def test_mi_score_matrix_equals_teacher_forcing_each_pair(tiny_model_dir, tmp_path):
-    """The MI matrix comes from the shared KV-reusing scorer; it must equal one full forward per pair."""
-    from baselines.ppo.diagnostics import score_matrix
-    from baselines.ppo.generation import sequence_logprobs
+def test_loss_aggregation_defaults_are_ragens_per_algorithm(tiny_model_dir, tmp_path):
+    assert small_config(tiny_model_dir, tmp_path, advantage="gae").aggregation == "token-mean"
+    assert small_config(tiny_model_dir, tmp_path, advantage="grpo").aggregation == "seq-mean-token-mean"
+    assert small_config(tiny_model_dir, tmp_path, advantage="drgrpo").aggregation == "seq-mean-token-sum"
+    chosen = small_config(tiny_model_dir, tmp_path, advantage="grpo", loss_agg_mode="token-mean")
+    assert chosen.aggregation == "token-mean" and chosen.kl_loss_type == "kl" and chosen.whiten_advantages
+    for field, bad in (("loss_agg_mode", "seq-mean"), ("kl_loss_type", "k3"), ("filter_selection", "rand"),
+                       ("mi_schemes", ["first"])):  # fmt: skip
+        with pytest.raises(ValueError, match=field):
+            small_config(tiny_model_dir, tmp_path, **{field: bad})
 
-    trainer = Trainer(small_config(tiny_model_dir, tmp_path))
-    tok = trainer.tokenizer
-    prompts = [tok("a short prompt", add_special_tokens=False)["input_ids"],
-               tok("a somewhat longer prompt with more words in it", add_special_tokens=False)["input_ids"]]  # fmt: skip
-    prompts.append(list(prompts[0]))  # token-identical columns and repeated reasonings are scored once, expanded
-    reasonings = ["pull the safe arm", "jackpot", "the bold one pays more on average", "jackpot"]
-    mean, total = score_matrix(trainer.policy, tok, prompts, reasonings, 1.0)
-    assert mean.shape == total.shape == (4, 3)
-    for i, text in enumerate(reasonings):
-        z = tok(text, add_special_tokens=False)["input_ids"]
-        for j, x in enumerate(prompts):
-            with torch.no_grad():
-                logp, mask, _, _ = sequence_logprobs(trainer.policy, [x + z], [[(len(x), len(x) + len(z))]])
-            assert total[i, j] == pytest.approx(float((logp * mask).sum()), abs=1e-4)
-            assert mean[i, j] == pytest.approx(float((logp * mask).sum()) / len(z), abs=1e-4)
+
+def test_random_drop_keeps_as_many_groups_and_buckets_log_scaled_and_raw_norms(tiny_model_dir, tmp_path):
+    """The random-drop control keeps the filter's count; RAGEN's bucket norms are the coefficient-scaled
+    terms (grad_norm/…), the raw ones are logged apart (grad_norm_raw/…)."""
+    common = dict(iterations=1, prompts_per_iteration=4, filter_value=0.5, filter_include_zero=True,
+                  grad_buckets_every=1, grad_buckets=2, entropy_coef=0.05, advantage="grpo")  # fmt: skip
+    [spread] = Trainer(small_config(tiny_model_dir, tmp_path / "s", **common)).train(resume=False)
+    [drawn] = Trainer(small_config(tiny_model_dir, tmp_path / "r", filter_selection="random", **common)).train(
+        resume=False
+    )
+    assert drawn["rollout/filter_kept_count"] == spread["rollout/filter_kept_count"]
+    assert drawn["rollout/in_group_reward_std"] == spread["rollout/in_group_reward_std"]  # same rollouts
+    for row in (spread, drawn):
+        for b in (0, 1):
+            raw = row[f"grad_norm_raw/bucket{b}/entropy"]
+            assert row[f"grad_norm/bucket{b}/entropy"] == pytest.approx(0.05 * raw)
+            assert f"grad_norm/bucket{b}/kl" not in row  # no reference model: RAGEN skips the component

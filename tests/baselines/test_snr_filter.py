@@ -1,9 +1,9 @@
-"""select_groups on hand-worked cases for every mode (DESIGN.md's rule)."""
+"""select_groups on hand-worked cases for every mode (DESIGN.md's rule), RAGEN's edge cases one test each."""
 
 import numpy as np
 import pytest
 
-from baselines.ppo.snr_filter import filter_stats, group_spread, select_groups
+from baselines.ppo.snr_filter import filter_stats, group_spread, random_groups, select_groups
 
 
 def returns_with_std(stds):
@@ -28,14 +28,54 @@ def test_top_p_linear_keeps_shortest_prefix_reaching_mass():
     assert select_groups(r, value=0.01).tolist() == [1]
 
 
-def test_top_p_one_keeps_everything_even_zero_spread():
+def test_top_p_one_keeps_everything_only_with_include_zero():
+    """RAGEN: ``value >= 1`` returns every *candidate*; with include_zero=False zero-spread groups are still
+    dropped (no filter = top-p 1 with include_zero=True)."""
     r = returns_with_std([0.0, 1.0, 0.0])
-    assert select_groups(r, value=1.0).tolist() == [0, 1, 2]
+    assert select_groups(r, value=1.0, include_zero=True).tolist() == [0, 1, 2]
+    assert select_groups(r, value=1.0).tolist() == [1]
+    assert select_groups(r, value=1.5).tolist() == [1]
+
+
+def test_top_p_threshold_at_or_below_zero_keeps_nothing():
+    """RAGEN's loop checks ``cumulative >= threshold`` before taking a group: p·Σspread − eps ≤ 0 is reached with
+    nothing taken, so nothing is kept and the step is skipped."""
+    r = returns_with_std([1.0, 4.0])  # total 5: p = 0.002 -> threshold 0.01 - 0.01 = 0
+    assert select_groups(r, value=0.002).tolist() == []
+    assert select_groups(r, value=0.001).tolist() == []  # threshold -0.005
+    assert select_groups(r, value=0.0021).tolist() == [1]  # threshold just above 0: the top group
+    small = returns_with_std([0.004, 0.002])  # total 0.006 < eps: even p = 0.9 is reached by nothing
+    assert select_groups(small, value=0.9).tolist() == []
+
+
+def test_top_k_abs_zero_keeps_one_and_caps_at_candidates():
+    r = returns_with_std([1.0, 4.0, 0.0])
+    assert select_groups(r, mode="top_k_abs", value=0).tolist() == [1]
+    assert select_groups(r, mode="top_k_abs", value=0.5).tolist() == [1]
+    assert select_groups(r, mode="top_k_abs", value=10).tolist() == [0, 1]  # the zero-spread group stays out
+
+
+def test_min_p_ties_at_the_bar_are_kept_within_1e10():
+    r = returns_with_std([4.0, 1.0, 2.0])
+    spreads = group_spread(r)
+    just_above = (spreads[1] + 5e-11) / spreads[0]  # the bar sits 5e-11 above group 1's spread
+    assert select_groups(r, mode="min_p", value=just_above).tolist() == [0, 1, 2]
+    clearly_above = (spreads[1] + 1e-9) / spreads[0]
+    assert select_groups(r, mode="min_p", value=clearly_above).tolist() == [0, 2]
+
+
+def test_random_groups_draws_the_count_without_replacement():
+    a = random_groups(16, 5, np.random.default_rng(0))
+    assert len(a) == 5 and len(set(a.tolist())) == 5 and a.tolist() == sorted(a.tolist()) and a.max() < 16
+    assert random_groups(16, 5, np.random.default_rng(0)).tolist() == a.tolist()
+    assert random_groups(4, 0, np.random.default_rng(0)).tolist() == []
+    with pytest.raises(ValueError, match="count"):
+        random_groups(4, 5, np.random.default_rng(0))
 
 
 def test_zero_spread_groups_are_excluded_by_default():
     r = returns_with_std([0.0, 2.0, 0.0, 1.0])
-    assert select_groups(r, mode="top_k", value=1.0).tolist() == [1, 3]
+    assert select_groups(r, mode="top_k", value=1.0).tolist() == [1, 3]  # int(1.0·4) = 4, capped at 2 candidates
     assert select_groups(r, mode="top_k", value=1.0, include_zero=True).tolist() == [0, 1, 2, 3]
 
 
