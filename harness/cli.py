@@ -326,7 +326,11 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str], given: dict[str, str]
 
 def cmd_report(args: argparse.Namespace) -> int:
     from harness.report import compare, format_table, load_summary, write_report
+    from harness.training_report import is_learner_run, report_training
 
+    if all(is_learner_run(Path(r)) for r in args.runs):  # learner runs: collapse curves from metrics.jsonl
+        print(report_training([Path(r) for r in args.runs], Path(args.out) if args.out else None))
+        return 0
     if len(args.runs) == 1 and args.out is None:
         run_dir = Path(args.runs[0])
         summary = load_summary(run_dir)

@@ -110,7 +110,8 @@ class PPOConfig:
     mi_samples: int = 64
     """Pairs drawn for each MI sampling scheme."""
     mi_schemes: list[str] = field(default_factory=lambda: ["first_turn", "trajectory"])
-    """Which MI sampling schemes to compute (``first_turn``, ``trajectory``; the harness's samplers)."""
+    """Which MI sampling schemes to compute (``first_turn``, ``trajectory``; the harness's samplers); on the
+    command line comma-separated (``--mi-schemes first_turn``)."""
     grad_buckets_every: int = 0
     """Every k iterations report task/entropy/KL gradient norms per reward-variance bucket; 0 = off."""
     grad_buckets: int = 6
@@ -153,8 +154,8 @@ class PPOConfig:
         check_choice("kl_loss_type", self.kl_loss_type, KL_TYPES)
         check_choice("loss_agg_mode", self.loss_agg_mode, ("auto", *LOSS_AGGREGATIONS))
         check_choice("filter_selection", self.filter_selection, ("spread", "random"))
-        if isinstance(self.mi_schemes, str):
-            raise ValueError(f"mi_schemes must be a list of scheme names, e.g. ['first_turn'], got {self.mi_schemes!r}")
+        if isinstance(self.mi_schemes, str):  # the command line's form: comma-separated names
+            self.mi_schemes = [name.strip() for name in self.mi_schemes.split(",") if name.strip()]
         self.mi_schemes = list(self.mi_schemes)
         for scheme in self.mi_schemes:
             check_choice("mi_schemes", scheme, MI_SCHEMES)

@@ -289,6 +289,7 @@ def test_loss_aggregation_defaults_are_ragens_per_algorithm(tiny_model_dir, tmp_
     assert small_config(tiny_model_dir, tmp_path, advantage="drgrpo").aggregation == "seq-mean-token-sum"
     chosen = small_config(tiny_model_dir, tmp_path, advantage="grpo", loss_agg_mode="token-mean")
     assert chosen.aggregation == "token-mean" and chosen.kl_loss_type == "kl" and chosen.whiten_advantages
+    assert small_config(tiny_model_dir, tmp_path, mi_schemes="first_turn").mi_schemes == ["first_turn"]
     for field, bad in (("loss_agg_mode", "seq-mean"), ("kl_loss_type", "k3"), ("filter_selection", "rand"),
                        ("mi_schemes", ["first"])):  # fmt: skip
         with pytest.raises(ValueError, match=field):

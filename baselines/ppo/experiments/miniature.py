@@ -20,11 +20,12 @@ Design (fixed before the main runs produced data; the outcome and test definitio
   whose mean token entropy over iterations 10-15 is ≥ 0.9 × its iteration-0 value while the first-turn
   reasoning rate (mean over iterations 12 and 15) is ≥ 0.8. If none qualifies: the smallest c meeting the
   entropy condition; if none meets that, the largest c (flagged on the results page).
-- Stage 1, main: {c = 0, c*} × {no filter, SNR-aware top-p 0.9 linear, random drop} × seeds 0-5, paired by
-  seed (same env levels and sampling seeds: iteration 0 is identical across arms). No filter = top-p 1 with
-  zero-spread groups kept; filter = RAGEN's recommended top-p 0.9, linear, std, zero-spread groups dropped,
-  eps 0.01; random drop = as many groups as the filter kept that iteration, drawn uniformly at random.
-  The stage-0 run at c* is byte-for-byte the stage-1 cell (no filter, c*, seed 0) and is reused for it.
+- Stage 1, main: {c = 0, c*} × {no filter, SNR-aware top-p 0.9 linear, random drop} × seeds 0-5 (then 6-7,
+  see Seeds), paired by seed (same env levels and sampling seeds: iteration 0 is identical across arms).
+  No filter = top-p 1 with zero-spread groups kept; filter = RAGEN's recommended top-p 0.9, linear, std,
+  zero-spread groups dropped, eps 0.01; random drop = as many groups as the filter kept that iteration,
+  drawn uniformly at random. The stage-0 run at c* is byte-for-byte the stage-1 cell (no filter, c*, seed 0)
+  and is reused for it.
 - Outcomes (per run): primary = intention-to-treat first-turn retrieval accuracy (a first turn whose reasoning
   was lost counts as a miss), mean of iterations 12 and 15. Secondary: first-turn MI estimate and reasoning
   rate (iterations 12, 15), token entropy and success (mean of iterations 10-15), zero-spread and kept group
@@ -51,7 +52,7 @@ import os
 import subprocess
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,15 +149,21 @@ def outcome(rows: list[dict], name: str) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
+def entropy_held(rows: list[dict]) -> tuple[float, float]:
+    """Token entropy at iteration 0 and its mean over iterations 10-15 (NaN where not logged)."""
+    by_iteration = {row["iteration"]: row for row in rows}
+    start = by_iteration.get(0, {}).get("actor/token_entropy", np.nan)
+    late = [by_iteration.get(i, {}).get("actor/token_entropy", np.nan) for i in range(10, 16)]
+    return float(start), float(np.mean(late))
+
+
 def calibrate(stage0: dict[float, list[dict]]) -> tuple[float | None, str]:
     """c* from the stage-0 rows per coefficient (None while a calibration run is missing), and why."""
     if any(c not in stage0 for c in CALIBRATION):
         return None, "calibration incomplete"
     entropy_ok, both_ok = [], []
     for c in CALIBRATION:
-        rows = {row["iteration"]: row for row in stage0[c]}
-        start = rows[0]["actor/token_entropy"]
-        late = np.mean([rows[i]["actor/token_entropy"] for i in range(10, 16)])
+        start, late = entropy_held(stage0[c])
         reasoning = outcome(stage0[c], "reasoning_rate")
         if late >= ENTROPY_HELD * start:
             entropy_ok.append(c)
@@ -259,6 +266,24 @@ def status() -> tuple[float | None, str, list[Run], list[Run]]:
     return c_star, why, done, todo
 
 
+class _InProcess:
+    """``--jobs 1``: each run in this process, one after the other (the same interface as the process pool)."""
+
+    def submit(self, fn, *args) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as error:  # handed to future.result(), as the pool would
+            future.set_exception(error)
+        return future
+
+    def __enter__(self) -> _InProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (1 or 2; each uses one thread)")
@@ -278,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
             print("  todo", run.name if run.coef >= 0 else run.name.replace("c-1", "c*"))
         return 0
     running: dict = {}
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+    # two jobs: a pool of two processes (forked before torch is imported here); one job: in this process
+    with ProcessPoolExecutor(max_workers=2) if args.jobs == 2 else _InProcess() as pool:
         while True:
             c_star, why, done, todo = status()
             todo = [r for r in todo if args.stage == "all" or str(r.stage) == args.stage]
