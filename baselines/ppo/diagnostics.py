@@ -19,55 +19,85 @@ from baselines.ppo.batch import normalizer
 from baselines.ppo.rollout import Episode
 from harness.agents.hf import HFAgent
 from harness.agents.registry import AgentOptions
-from harness.mi import collapse_for
-from harness.rollout import reasoning_of
+from harness.mi import SCHEMES, collapse_for
+from harness.rollout import reasoning_of as harness_reasoning_of
 from harness.seeding import derive_seed
+
+
+def reasoning_of(text: str) -> str | None:
+    """The reasoning of a ``think``-format response (between the tags, stripped), None when absent or empty:
+    the harness's rule (:func:`harness.rollout.reasoning_of`), for callers holding raw response texts."""
+    return harness_reasoning_of(text, "think") or None
+
+
+def _response_format(config, turn) -> str:
+    """The env's response format; a caller's bare settings object without ``env_id`` (an adapter) is read from
+    the turn's prefill: ``think`` when it opens ``<think>``, else ``answer``."""
+    env_id = getattr(config, "env_id", None)
+    if env_id is None:
+        return "think" if turn.context.prefill.strip() == "<think>" else "answer"
+    kwargs = dict(getattr(config, "env_kwargs", None) or {})
+    return gym.make(env_id, **kwargs).unwrapped.response_format
 
 
 def episode_records(episodes: list[Episode], config) -> list[dict]:
     """The learner's episodes as harness episode records (the fields ``harness.mi`` reads)."""
-    kwargs = dict(config.env_kwargs)
-    if config.max_turns is not None:
+    kwargs = dict(getattr(config, "env_kwargs", None) or {})
+    if getattr(config, "max_turns", None) is not None:
         kwargs["max_turns"] = config.max_turns
-    response_format = gym.make(config.env_id, **kwargs).unwrapped.response_format
+    env_id = getattr(config, "env_id", None) or "unknown"
+    response_format = None
     records = []
     for e in episodes:
+        if response_format is None and e.turns:
+            response_format = _response_format(config, e.turns[0])
         turns = [
             {
                 "prompt": list(t.context.messages),
                 "prefill": t.context.prefill,
                 "response": t.response_text,
-                "reasoning": reasoning_of(t.response_text, response_format),
+                "reasoning": harness_reasoning_of(t.response_text, response_format),
                 "reward": t.reward,
             }
             for t in e.turns
         ]
-        records.append({"env_id": config.env_id, "env_kwargs": kwargs, "seed": e.env_seed, "turns": turns})
+        records.append({"env_id": env_id, "env_kwargs": kwargs, "seed": e.env_seed, "turns": turns})
     return records
 
 
 def policy_agent(policy, tokenizer, config) -> HFAgent:
     """The policy as an ``hf:`` scoring agent (same spec as ``harness`` would give the model directory, so the
     harness's draws are the same), scoring on the learner's thread budget."""
-    threads = config.cpu_threads or torch.get_num_threads()
+    threads = getattr(config, "cpu_threads", 0) or torch.get_num_threads()
     agent = HFAgent(policy, tokenizer, AgentOptions(temperature=config.temperature, extra={"score_threads": threads}))
-    agent.spec = f"hf:{config.model}"
+    agent.spec = f"hf:{getattr(config, 'model', '') or 'policy'}"
     return agent
 
 
-def mi_family(policy, tokenizer, episodes: list[Episode], config, iteration: int) -> dict[str, float]:
-    """The configured schemes; keys ``collapse_first_turn/<metric>`` and ``collapse_trajectory/<metric>``."""
+def mi_family(policy, tokenizer, episodes: list[Episode], config, draws: int | np.random.Generator) -> dict:
+    """The configured schemes; keys ``collapse_first_turn/<metric>`` and ``collapse_trajectory/<metric>``.
+
+    ``draws``: the learner's iteration (the harness's draws are then seeded by the run seed and it), or a
+    generator that seeds them. ``config`` needs ``mi_samples`` and ``temperature``; ``env_id``, ``env_kwargs``,
+    ``max_turns``, ``model``, ``seed``, ``mi_schemes`` (default both) and ``cpu_threads`` are read when present.
+    """
     records = episode_records(episodes, config)
     agent = policy_agent(policy, tokenizer, config)
-    run_seed = derive_seed("train-mi", config.seed, iteration)
-    results = collapse_for(agent, records, run_seed, config.mi_samples, schemes=config.mi_schemes)
+    if isinstance(draws, np.random.Generator):
+        run_seed = int(draws.integers(2**62))
+    else:
+        run_seed = derive_seed("train-mi", getattr(config, "seed", 0), int(draws))
+    schemes = list(getattr(config, "mi_schemes", None) or SCHEMES)
+    results = collapse_for(agent, records, run_seed, config.mi_samples, schemes=schemes)
     out: dict[str, float] = {}
     for scheme, metrics in results.items():
-        if isinstance(metrics, str):  # unavailable (e.g. no turn has reasoning): logged as absent
+        if isinstance(metrics, str):  # unavailable (e.g. no turn has reasoning): no pairs, the family absent
+            out[f"collapse_{scheme}/num_pairs"] = 0.0
             continue
+        out[f"collapse_{scheme}/num_pairs"] = float(metrics["mi_estimate"].n)
         for name, estimate in metrics.items():
             out[f"collapse_{scheme}/{name}"] = float(estimate.value)
-    if "first_turn" in config.mi_schemes and records:
+    if "first_turn" in schemes and records:
         valid = float(np.mean([bool(r["turns"] and r["turns"][0]["reasoning"]) for r in records]))
         out["collapse_first_turn/valid_rate"] = valid
         accuracy = out.get("collapse_first_turn/retrieval_accuracy", 0.0)

@@ -89,6 +89,7 @@ def test_training_time_mi_equals_the_harness_on_the_same_episodes(tmp_path):
             assert row[f"collapse_{scheme}/{name}"] == pytest.approx(estimate.value, abs=1e-5), (scheme, name)
             compared += 1
     assert compared >= 20
+    assert row["collapse_first_turn/num_pairs"] == harness["first_turn"]["mi_estimate"].n
     valid = np.mean([bool(r["turns"][0]["reasoning"]) for r in records])
     assert row["collapse_first_turn/valid_rate"] == pytest.approx(valid)
     itt = harness["first_turn"]["retrieval_accuracy"].value * valid
