@@ -116,7 +116,7 @@ def test_runner_writes_each_run_once_resumes_an_interrupted_one_and_the_report_s
     monkeypatch.setattr(M, "DATA", tmp_path / "data")
     monkeypatch.setattr(M, "SCRATCH", tmp_path / "scratch")
     monkeypatch.setattr(M, "MODEL", Path(tiny_model_dir))
-    for name in ("RESULTS", "PAGE", "CURVES_PNG", "GRADIENTS_PNG", "GRADIENT_DATA"):
+    for name in ("RESULTS", "PAGE", "CURVES_PNG", "CALIBRATION_PNG", "GRADIENTS_PNG", "GRADIENT_DATA"):
         monkeypatch.setattr(R, name, tmp_path / "results" / getattr(R, name).name)
     run = M.Run(0, "no_filter", 0.04, 0)
     interrupted = run.config(M.SCRATCH / run.name)
