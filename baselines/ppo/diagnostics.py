@@ -96,12 +96,14 @@ def mi_family(policy, tokenizer, episodes: list[Episode], config, draws: int | n
             continue
         out[f"collapse_{scheme}/num_pairs"] = float(metrics["mi_estimate"].n)
         for name, estimate in metrics.items():
-            out[f"collapse_{scheme}/{name}"] = float(estimate.value)
+            if np.isfinite(estimate.value):  # a metric the harness reports as unavailable (NaN) is left out
+                out[f"collapse_{scheme}/{name}"] = float(estimate.value)
     if "first_turn" in schemes and records:
         valid = float(np.mean([bool(r["turns"] and r["turns"][0]["reasoning"]) for r in records]))
         out["collapse_first_turn/valid_rate"] = valid
-        accuracy = out.get("collapse_first_turn/retrieval_accuracy", 0.0)
-        out["collapse_first_turn/retrieval_accuracy_itt"] = accuracy * valid
+        if "collapse_first_turn/retrieval_accuracy" in out or valid == 0:  # no reasoning at all: every turn a miss
+            accuracy = out.get("collapse_first_turn/retrieval_accuracy", 0.0)
+            out["collapse_first_turn/retrieval_accuracy_itt"] = accuracy * valid
     return out
 
 

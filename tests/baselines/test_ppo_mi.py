@@ -41,7 +41,7 @@ def ragen_family(L: np.ndarray, Lsum: np.ndarray, col: np.ndarray, equivalent: n
 def test_mi_family_equals_ragens_formulas_on_random_matrices():
     rng = np.random.default_rng(0)
     for trial in range(200):
-        n = int(rng.integers(2, 12))
+        n = int(rng.integers(2, 12)) if trial % 2 == 0 else int(rng.integers(3, 12))  # >= 2 distinct prompts
         rows = int(rng.integers(2, 40))
         col = rng.integers(0, n, size=rows)
         L = rng.normal(-2.0, 1.5, size=(rows, n))
@@ -86,6 +86,9 @@ def test_training_time_mi_equals_the_harness_on_the_same_episodes(tmp_path):
     for scheme, metrics in harness.items():
         assert not isinstance(metrics, str), metrics
         for name, estimate in metrics.items():
+            if not np.isfinite(estimate.value):  # unavailable in the harness: absent from the learner's row
+                assert f"collapse_{scheme}/{name}" not in row
+                continue
             assert row[f"collapse_{scheme}/{name}"] == pytest.approx(estimate.value, abs=1e-5), (scheme, name)
             compared += 1
     assert compared >= 20

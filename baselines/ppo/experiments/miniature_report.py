@@ -216,7 +216,9 @@ def gradient_reading(data: dict[str, dict]) -> list[str]:
         "each group's centred returns by the group's std, so every non-constant group has unit-variance advantages "
         "and its task norm no longer grows with spread: the pattern is flattened by construction (only the lowest "
         "bucket stays low: it holds the constant groups, whose advantages are zero). Dr.GRPO is therefore the "
-        "natural partner of linear top-p. With token-sum "
+        "natural partner of linear top-p. PPO's advantages are R − V(x), whitened over the batch: the bound holds "
+        "only when the critic's V(x) is close to E[R|x]; a critic that has not learned the per-level return yet "
+        "leaves a task gradient in constant groups too (R − V ≠ 0), so the buckets need not separate. With token-sum "
         "aggregation (Dr.GRPO) every norm is a sum over a response's tokens, hence the larger scale.",
     ]
     return out
