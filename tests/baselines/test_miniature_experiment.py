@@ -68,7 +68,9 @@ def test_calibration_picks_the_smallest_c_that_holds_entropy_and_reasoning():
     assert M.calibrate(stage0)[0] == 0.04 and M.calibrate(stage0)[1].startswith("FALLBACK")
     stage0 = {c: rows(1.0, 0.5, 0.9) for c in M.CALIBRATION}
     assert M.calibrate(stage0)[0] == 0.07 and M.calibrate(stage0)[1].startswith("FALLBACK")
-    assert M.calibrate({0.04: rows(1, 1, 1)}) == (None, "calibration incomplete")
+    assert M.calibrate({0.05: rows(1, 1, 1)}) == (None, "calibration incomplete")  # 0.04 unknown yet
+    assert M.calibrate({0.04: rows(1, 1, 1)})[0] == 0.04  # the smallest c qualifies: the others cannot change it
+    assert M.calibrate({0.04: rows(1.0, 0.5, 0.9), 0.05: rows(1, 1, 1)})[0] == 0.05
 
 
 def test_primary_outcome_counts_a_measurement_without_reasoning_as_zero():

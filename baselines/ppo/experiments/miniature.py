@@ -158,19 +158,19 @@ def entropy_held(rows: list[dict]) -> tuple[float, float]:
 
 
 def calibrate(stage0: dict[float, list[dict]]) -> tuple[float | None, str]:
-    """c* from the stage-0 rows per coefficient (None while a calibration run is missing), and why."""
-    if any(c not in stage0 for c in CALIBRATION):
-        return None, "calibration incomplete"
-    entropy_ok, both_ok = [], []
-    for c in CALIBRATION:
+    """c* from the stage-0 rows per coefficient, and why; None while it is not yet determined. The rule picks the
+    smallest qualifying c, so it is decided as soon as a c qualifies and every smaller c has finished (the
+    remaining calibration runs cannot change it); the fallbacks need every run."""
+    entropy_ok = []
+    for c in CALIBRATION:  # ascending
+        if c not in stage0:
+            return None, "calibration incomplete"
         start, late = entropy_held(stage0[c])
         reasoning = outcome(stage0[c], "reasoning_rate")
         if late >= ENTROPY_HELD * start:
             entropy_ok.append(c)
             if reasoning >= REASONING_KEPT:
-                both_ok.append(c)
-    if both_ok:
-        return min(both_ok), "smallest c with entropy held and reasoning kept"
+                return c, "smallest c with entropy held and reasoning kept"
     if entropy_ok:
         return min(entropy_ok), "FALLBACK: no c kept ≥ 80% reasoning; smallest c with entropy held"
     return max(CALIBRATION), "FALLBACK: no c held entropy; the largest c"

@@ -252,7 +252,7 @@ def build() -> str:
     ]
     for c in M.CALIBRATION:
         if c not in stage0:
-            page.append(f"| {c:g} | not run yet | | | |")
+            page.append(f"| {c:g} | not finished yet | | | |")
             continue
         start, late = M.entropy_held(stage0[c])
         page.append(
