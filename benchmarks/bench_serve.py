@@ -7,7 +7,8 @@ Each env's episodes are planned once in process (random well-formed actions with
 seeds 0..N-1), then replayed three ways, round by round on the same CPU: in process; through one
 ``ragen_envs.serve.Client`` session (each step a round trip); and through ``--sessions`` concurrent sessions
 (threads, one Client each). A step is one ``step(text)``; resets are timed too but not counted. Rates are wall
-clock (the server is another process), so the load on the machine is printed beside them.
+clock (the server is another process), so the load on the machine is printed beside them; next to them, CPU
+time per step (this process plus the server's, from /proc), which the load on a shared box disturbs far less.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import gymnasium as gym
 import ragen_envs  # noqa: F401  (registers the ids)
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_ENVS = {"ragen/Sokoban-v0": 64, "ragen/CodeExec-v0": 4}
+DEFAULT_ENVS = {"ragen/Sokoban-v0": 200, "ragen/CodeExec-v0": 6}
 """env id -> episodes per round: Sokoban's step is tens of microseconds, CodeExec's runs tests in a sandbox."""
 
 
@@ -59,17 +60,25 @@ def replay(env, plans) -> int:
     return steps
 
 
-def in_process(env_id: str, plans) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def in_process(env_id: str, plans) -> tuple[float, float]:
+    """(steps per wall second, CPU microseconds per step)."""
     env = gym.make(env_id)
     replay(env, plans[:1])  # warm: first-call imports and caches are not the steady state
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     steps = replay(env, plans)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     env.close()
-    return steps / elapsed
+    return steps / elapsed, 1e6 * cpu / steps
 
 
-def over_socket(url: str, plans, sessions: int) -> float:
+def over_socket(url: str, server_pid: int, plans, sessions: int) -> tuple[float, float]:
+    """(steps per wall second, CPU microseconds per step of client and server together)."""
     from ragen_envs.serve import Client
 
     shares = [plans[i::sessions] for i in range(sessions)]
@@ -77,12 +86,13 @@ def over_socket(url: str, plans, sessions: int) -> float:
     for client in clients:
         replay(client, plans[:1])
     with ThreadPoolExecutor(sessions) as pool:
-        start = time.perf_counter()
+        start, cpu, server_cpu = time.perf_counter(), time.process_time(), cpu_seconds(server_pid)
         steps = sum(pool.map(replay, clients, shares))
         elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu + cpu_seconds(server_pid) - server_cpu
     for client in clients:
         client.close()
-    return steps / elapsed
+    return steps / elapsed, 1e6 * cpu / steps
 
 
 def start_server(env_id: str, sessions: int) -> tuple[subprocess.Popen, str]:
@@ -108,22 +118,32 @@ def main() -> None:
     p.add_argument("--sessions", type=int, default=8)
     args = p.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"| env | in process (steps/s) | socket, 1 session | ratio | socket, {args.sessions} sessions | ratio |")
+    print(
+        f"| env | in process: steps/s (CPU µs/step) | socket, 1 session | ratio | socket, {args.sessions} sessions"
+        " | ratio |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for env_id in args.envs:
         plans = plan(env_id, DEFAULT_ENVS.get(env_id, 16))
         proc, url = start_server(env_id, args.sessions)
         try:
-            local, one, many = [], [], []
+            runs: dict[str, list[tuple[float, float]]] = {"local": [], "one": [], "many": []}
             for _ in range(args.rounds):
-                local.append(in_process(env_id, plans))
-                one.append(over_socket(url, plans, 1))
-                many.append(over_socket(url, plans, args.sessions))
+                runs["local"].append(in_process(env_id, plans))
+                runs["one"].append(over_socket(url, proc.pid, plans, 1))
+                runs["many"].append(over_socket(url, proc.pid, plans, args.sessions))
         finally:
             proc.terminate()
             proc.wait(30)
-        lo, o, m = (statistics.median(x) for x in (local, one, many))
-        print(f"| {env_id} | {lo:,.0f} | {o:,.0f} | {o / lo:.2f} | {m:,.0f} | {m / lo:.2f} |", flush=True)
+        (lo, lo_cpu), (o, o_cpu), (m, m_cpu) = (
+            (statistics.median(r for r, _ in runs[k]), statistics.median(c for _, c in runs[k]))
+            for k in ("local", "one", "many")
+        )
+        print(
+            f"| {env_id} | {lo:,.0f} ({lo_cpu:,.0f}) | {o:,.0f} ({o_cpu:,.0f}) | {o / lo:.2f} |"
+            f" {m:,.0f} ({m_cpu:,.0f}) | {m / lo:.2f} |",
+            flush=True,
+        )
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 
