@@ -47,13 +47,18 @@ def ws_url(url: str) -> str:
 
 
 class Client:
-    """One session (one env) on a ``python -m ragen_envs.serve`` server."""
+    """One session (one env) on a ``python -m ragen_envs.serve`` server.
+
+    ``timeout``: seconds to wait for each answer. The default outlasts the server's own worst case (up to
+    ``--step-timeout`` waiting for the env thread plus as long running, 120 s each by default), so a slow step
+    reaches the client as the server's ``BUSY``/``TIMEOUT`` with its reason rather than as a client timeout.
+    """
 
     def __init__(
         self,
         url: str = "http://127.0.0.1:8000",
         *,
-        timeout: float = 180.0,
+        timeout: float = 300.0,
         connect_timeout: float = 10.0,
         max_message_bytes: int = 64 << 20,
     ) -> None:

@@ -111,10 +111,10 @@ def make_app(config: ServeConfig):
     sessions = _Sessions(config.max_sessions)
     # Every env call of every session runs on this one thread, one at a time (sessions take turns in arrival
     # order). The envs are pure Python, so under the GIL more threads would not step faster; and two things
-    # envs use are not safe across threads: the code sandbox's worker pool (a concurrent step can read another's
-    # reset connection) and CPython 3.11's AST constructor (concurrent ast.parse can raise "SystemError: AST
-    # constructor recursion depth mismatch"), both seen with 8 threaded CodeExec sessions. More throughput:
-    # one server process per core.
+    # envs use are not safe across threads: the code sandbox's worker pool (threaded steps failed with
+    # ConnectionResetError reading a pool member's channel) and CPython 3.11's AST constructor (threaded steps
+    # raised "SystemError: AST constructor recursion depth mismatch"), both seen with 8 threaded CodeExec
+    # sessions. More throughput: one server process per core.
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragen-envs")
 
     @app.get("/health")
@@ -163,7 +163,7 @@ def make_app(config: ServeConfig):
             await _serve_session(websocket, env, executor, config)
         finally:
             if env is not None:
-                try:  # in its own thread, after any step still running there
+                try:  # on the env thread, after any step of this session still running there
                     await _run(executor, env.close, config.make_timeout, "--make-timeout")
                 except Exception as e:  # noqa: BLE001
                     log.warning("closing a %s session's env failed: %s", config.env_id, e)
