@@ -4,6 +4,11 @@ Endpoints: ``/ws`` (OpenEnv's session protocol, see :mod:`ragen_envs.serve.proto
 ``/metadata`` and ``/schema`` (OpenEnv's shapes). OpenEnv's stateless HTTP ``/reset`` and ``/step`` are not
 served: they build a fresh env per request, which cannot play the second turn of a multi-turn env.
 
+Why not OpenEnv's own ``create_app``: its ``/ws`` loop (openenv-core 0.3) ends the session on a JSON message
+that is not an object, answers oversized frames only by closing, puts no bound on a reset or step, and its idle
+reaper frees the env while the socket loop goes on using it. The wire format and the models here are
+openenv-core's, so its clients cannot tell the difference (tested with ``GenericEnvClient``).
+
 Bounds, all set on :class:`ServeConfig`: at most ``max_sessions`` sessions at once (one more is told
 ``CAPACITY_REACHED`` and closed); a session that sends nothing for ``idle_timeout`` seconds is closed and its
 env freed (the idle reaper); making an env longer than ``make_timeout``, or a reset or step running longer
