@@ -9,7 +9,8 @@ vLLM 0.32, the version the ``gpu`` extra asks for); a vLLM without it is refused
 
 After each sync the engine's prompt log-probs of a fixed probe batch (the env's first prompts at two seeds, each
 followed by a fixed well-formed response) are compared with the policy's teacher-forced ones: the largest
-per-token gap is logged as ``sync/probe_logprob_max_abs_diff`` (a stale or partial sync shows there at once).
+per-token gap is logged as ``sync/probe_logprob_max_abs_diff`` (a stale or partial sync shows there at once;
+compared at temperature 1, as vLLM reports prompt log-probs: the probe checks the weights).
 vLLM pins its own torch, so it is imported lazily and lives in its own environment.
 """
 
@@ -115,8 +116,9 @@ class VLLMEngine:
         return self.last_sync
 
     def engine_logprobs(self, sequences: list[list[int]], spans: list[tuple[int, int]]) -> list[list[float]]:
-        """The engine's prompt log-probs of each sequence's span tokens (at the rollout temperature)."""
-        params = self.vllm.SamplingParams(max_tokens=1, temperature=self.config.temperature, prompt_logprobs=0)
+        """The engine's prompt log-probs of each sequence's span tokens (the model's, at temperature 1: vLLM's
+        sampling processors skip prompt tokens)."""
+        params = self.vllm.SamplingParams(max_tokens=1, prompt_logprobs=0)
         outputs = self.llm.generate([{"prompt_token_ids": s} for s in sequences], params, use_tqdm=False)
         return [
             [float(out.prompt_logprobs[k][seq[k]].logprob) for k in range(start, end)]
@@ -130,7 +132,7 @@ class VLLMEngine:
         was_training = policy.training
         policy.eval()
         with torch.no_grad():
-            logp, mask, _, _ = sequence_logprobs(policy, sequences, [[s] for s in spans], self.config.temperature)
+            logp, mask, _, _ = sequence_logprobs(policy, sequences, [[s] for s in spans], 1.0)  # the weights' parity
         policy.train(was_training)
         gap = 0.0
         for row, (start, end) in enumerate(spans):

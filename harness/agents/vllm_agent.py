@@ -11,7 +11,9 @@ per-request ``seed`` (a response is a function of its context and seed, whatever
 need the full distribution, which vLLM does not return: they stay ``None``.
 
 Scoring asks vLLM for the *prompt* log-probs (``prompt_logprobs=0``) of the context's ids followed by the text's,
-and sums those of the text's tokens: the text's tokens are what follows the context's own tokenization (the
+and sums those of the text's tokens, at the agent's temperature (temperature 1 when greedy, as for ``hf:``;
+another temperature asks for whole prompt distributions, ``max_logprobs=-1``, slower on a large vocabulary):
+the text's tokens are what follows the context's own tokenization (the
 chat template ends in special tokens or the prefill, so the boundary is stable; a context whose tokens are not
 a prefix of the joint tokenization is rejected rather than mis-scored). ``score_matrix`` is the base class's
 (every wanted pair in one engine call; prefix caching shares each context's blocks across its texts).
@@ -25,6 +27,7 @@ else), ``enforce_eager`` defaults to true (torch.compile's warm-up costs more th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,6 +69,9 @@ def engine_arguments(vllm, dtype: str, options: dict[str, Any]) -> dict[str, Any
         "seed": options.get("seed", 0),
         # a turn's prompt extends the previous turn's: cached blocks spare re-running the history
         "enable_prefix_caching": options.get("enable_prefix_caching", True),
+        # sampled tokens' log-probs under the distribution they were drawn from (temperature applied), as the
+        # hf: agent reports them; vLLM's default is the raw model's
+        "logprobs_mode": "processed_logprobs",
     }
     for key in ("max_model_len", "max_num_seqs"):
         if options.get(key) is not None:
@@ -96,11 +102,17 @@ class VLLMAgent(Agent):
 
     can_score = True
 
+    @property
+    def _tempered_scores(self) -> bool:
+        return self.options.temperature not in (0.0, 1.0)
+
     def __init__(self, model: str, options: AgentOptions | None = None) -> None:
         self.options = options or AgentOptions()
         vllm = import_vllm()
         self.model_name = model
         self.engine_args = engine_arguments(vllm, self.options.dtype, self.options.extra)
+        if self._tempered_scores:
+            self.engine_args["max_logprobs"] = -1  # scoring needs whole prompt distributions (see token_logprobs)
         self.llm = vllm.LLM(model=model, **self.engine_args)
         self.tokenizer = self.llm.get_tokenizer()
         self._vllm = vllm
@@ -139,9 +151,12 @@ class VLLMAgent(Agent):
         """Per-token prompt log-probs of each text after its context (what :meth:`score` sums)."""
         if not contexts:
             return []
+        # vLLM's prompt log-probs are the model's at temperature 1 (its sampling processors skip prompt tokens).
+        # At another temperature T the score needs log softmax(z / T): from the whole prompt distributions,
+        # log p_T(t) = log p(t) / T - logsumexp(log p / T).
         SamplingParams = self._vllm.SamplingParams
-        temperature = 1.0 if self.options.temperature == 0 else self.options.temperature
-        params = SamplingParams(max_tokens=1, temperature=temperature, prompt_logprobs=0)
+        tempered = self._tempered_scores
+        params = SamplingParams(max_tokens=1, temperature=1.0, prompt_logprobs=-1 if tempered else 0)
         heads, joints = [], []
         for context, text in zip(contexts, texts):
             rendered = render(self.tokenizer, context)
@@ -155,7 +170,16 @@ class VLLMAgent(Agent):
         result = []
         for head, joint, out in zip(heads, joints, outputs):
             steps = out.prompt_logprobs  # one dict per prompt token (None for the first)
-            result.append([float(steps[k][joint[k]].logprob) for k in range(len(head), len(joint))])
+            if not tempered:
+                result.append([float(steps[k][joint[k]].logprob) for k in range(len(head), len(joint))])
+                continue
+            t = self.options.temperature
+            values = []
+            for k in range(len(head), len(joint)):
+                scaled = [lp.logprob / t for lp in steps[k].values()]
+                peak = max(scaled)
+                values.append(steps[k][joint[k]].logprob / t - peak - math.log(sum(math.exp(v - peak) for v in scaled)))
+            result.append(values)
         return result
 
     def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
