@@ -13,8 +13,9 @@ Round 0 of each is a warm-up and not counted; medians of the rest.
 
 What each does per step: the learner rolls out, scores old log-probs (one no-grad forward), builds one row
 per episode and runs micro-batches of 16 rows (forward + backward) into one optimiser step; TRL calls the
-rollout function, skips old log-probs (on-policy: one step per generation), and runs its loss on all 64 rows
-in one padded forward + backward.
+rollout function, skips old log-probs (on-policy: one step per generation), and runs its loss over the 64 rows
+in 4 accumulated forward + backward passes of 16 (``--trl-rows-per-pass 64`` for one pass, TRL's simplest
+config, which is much slower here: one padded 64-row batch of ~700 positions).
 """
 
 from __future__ import annotations
@@ -30,9 +31,12 @@ from pathlib import Path
 MODEL = Path(__file__).resolve().parents[1] / "baselines" / "tiny" / "model"
 ENVS = {"bandit": ("ragen/Bandit-v0", 1), "sokoban": ("ragen/Sokoban-v0", 3)}
 PROMPTS, SAMPLES = 8, 8
+MICRO = 16
+"""Rows per forward/backward in both: the learner's micro-batch, TRL's per-device batch (with gradient
+accumulation over the 64 rows of a generation batch, still one optimiser step per batch)."""
 
 
-def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path) -> dict:
+def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -47,7 +51,7 @@ def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path) ->
         preset(
             "cpu-tiny", model=str(MODEL), env_id=env_id, env_kwargs=env_kwargs, advantage="grpo", filter_value=1.0,
             mi_every=0, max_new_tokens=tokens, prompts_per_iteration=PROMPTS, samples_per_prompt=SAMPLES,
-            minibatch_size=PROMPTS * SAMPLES, micro_batch_size=16, cpu_threads=1, checkpoint_every=0,
+            minibatch_size=PROMPTS * SAMPLES, micro_batch_size=MICRO, cpu_threads=1, checkpoint_every=0,
             iterations=rounds, out_dir=str(out / "ours"), tensorboard=False,
         )
     )  # fmt: skip
@@ -77,8 +81,8 @@ def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path) ->
             timings["ours_rows"].append(row)
 
     args = GRPOConfig(
-        output_dir=str(out / "trl"), use_cpu=True, per_device_train_batch_size=PROMPTS * SAMPLES,
-        num_generations=SAMPLES, max_steps=rounds, logging_steps=1, report_to="none", learning_rate=2e-5, seed=0,
+        output_dir=str(out / "trl"), use_cpu=True, per_device_train_batch_size=trl_rows,
+        gradient_accumulation_steps=PROMPTS * SAMPLES // trl_rows, num_generations=SAMPLES, max_steps=rounds, logging_steps=1, report_to="none", learning_rate=2e-5, seed=0,
         save_strategy="no", max_completion_length=tokens * max_turns, gradient_checkpointing=False, beta=0.0,
         dataloader_num_workers=0, disable_tqdm=True,
     )  # fmt: skip
@@ -95,7 +99,7 @@ def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path) ->
 
     ours_rows = timings["ours_rows"]
     result = {
-        "env": env_id, "turns": max_turns, "tokens_per_turn": tokens, "rounds_timed": len(timings["ours"]) - 1,
+        "env": env_id, "turns": max_turns, "trl_rows_per_pass": trl_rows, "tokens_per_turn": tokens, "rounds_timed": len(timings["ours"]) - 1,
         "ours_s": median(timings["ours"]), "trl_s": median(timings["trl"]),
         "ours_rollout_s": median([r["timing/rollout_s"] for r in ours_rows]),
         "ours_update_s": median([r["timing/update_s"] for r in ours_rows]),
@@ -116,6 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=4, help="rounds per env (the first is a warm-up)")
     parser.add_argument("--envs", default="bandit,sokoban", help=f"comma-separated: {', '.join(ENVS)}")
     parser.add_argument("--tokens", type=int, default=64, help="token budget per turn (both trainers)")
+    parser.add_argument(
+        "--trl-rows-per-pass",
+        type=int,
+        default=MICRO,
+        choices=(8, 16, 32, 64),
+        help="TRL's per_device_train_batch_size (gradient accumulation fills the 64 rows)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -123,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         for name in args.envs.split(","):
             env_id, turns = ENVS[name.strip()]
-            results.append(run_env(env_id, turns, args.rounds, args.tokens, Path(scratch) / name))
+            results.append(
+                run_env(env_id, turns, args.rounds, args.tokens, Path(scratch) / name, args.trl_rows_per_pass)
+            )
     load = os.getloadavg()
     print(f"\nload average {load[0]:.1f} / {load[1]:.1f} (1 / 5 min); medians of {args.rounds - 1} rounds")
     print(

@@ -48,9 +48,16 @@ class RolloutBatch:
     episodes: list[Episode] = field(default_factory=list)
 
 
-def env_seed_of(prompt: Any) -> int:
-    """The env seed a dataset prompt carries (on its messages, see ``make_dataset``)."""
+def env_seed_of(prompt: Any, env_id: str | None = None) -> int:
+    """The env seed a dataset prompt carries (on its messages, see ``make_dataset``); with ``env_id``, a prompt
+    built for another env is refused."""
     if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict) and "env_seed" in prompt[0]:
+        built_for = prompt[0].get("env_id")
+        if env_id is not None and built_for not in (None, env_id):
+            raise ValueError(
+                f"the dataset was built for {built_for}, the rollout plays {env_id}: build it with "
+                f"make_dataset({env_id!r}, seeds) or pass EnvRollout({built_for!r})"
+            )
         return check_seed(prompt[0]["env_seed"])
     raise ValueError(
         "each prompt must carry its env seed: build the dataset with baselines.trl.make_dataset(env_id, seeds) "
@@ -113,7 +120,7 @@ class EnvRollout:
         )  # fmt: skip
 
     def __call__(self, prompts: Sequence[Any], trainer) -> dict[str, list]:
-        seeds = [env_seed_of(p) for p in prompts]
+        seeds = [env_seed_of(p, self.env_id) for p in prompts]
         runs: list[tuple[int, int]] = []  # (seed, count) of each run of identical consecutive prompts: a group
         for seed in seeds:
             if runs and runs[-1][0] == seed:

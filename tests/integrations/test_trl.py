@@ -192,6 +192,8 @@ def test_prompts_without_a_seed_are_refused(tmp_path):
     trainer, rollout, _ = _trainer(tmp_path)
     with pytest.raises(ValueError, match="make_dataset"):
         rollout([[{"role": "user", "content": "hi"}]], trainer)
+    with pytest.raises(ValueError, match="built for ragen/Bandit-v0"):
+        rollout(make_dataset("ragen/Bandit-v0", [0])["prompt"], trainer)
 
 
 def test_unsupported_trainer_settings_are_refused(tmp_path):
