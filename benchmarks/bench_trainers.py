@@ -1,6 +1,6 @@
 """Our learner's GRPO iteration against TRL's ``GRPOTrainer`` step with our adapter, side by side.
 
-    python benchmarks/bench_trainers.py                 # Bandit (1 turn) and Sokoban (3 turns), 4 rounds each
+    python benchmarks/bench_trainers.py                 # Bandit (1 turn), Sokoban (3 turns), Bandit without the adapter
     python benchmarks/bench_trainers.py --rounds 6 --envs sokoban
 
 Same model (the shipped tiny one), same batch (8 prompts x 8 samples, one optimiser step per batch), same
@@ -9,7 +9,9 @@ thread, no SNR filter and no MI in either (``filter_value=1.0``, plain ``GRPOTra
 gradient checkpointing off (its default is on; on CPU it only adds recomputation). The two alternate round by
 round in one process: a TRL callback times each TRL step (``on_step_begin`` to ``on_step_end``: generation,
 loss, backward, optimiser step) and then runs and times one learner iteration, so both see the same load.
-Round 0 of each is a warm-up and not counted; medians of the rest.
+Round 0 of each is a warm-up and not counted; medians of the rest. ``bandit-native`` replaces the adapter with
+TRL's own single-turn path (``transformers`` ``generate`` on the rendered prompt, a reward function that steps
+the env), to time TRL's generation too.
 
 What each does per step: the learner rolls out, scores old log-probs (one no-grad forward), builds one row
 per episode and runs micro-batches of 16 rows (forward + backward) into one optimiser step; TRL calls the
@@ -29,7 +31,8 @@ import time
 from pathlib import Path
 
 MODEL = Path(__file__).resolve().parents[1] / "baselines" / "tiny" / "model"
-ENVS = {"bandit": ("ragen/Bandit-v0", 1), "sokoban": ("ragen/Sokoban-v0", 3)}
+ENVS = {"bandit": ("ragen/Bandit-v0", 1), "sokoban": ("ragen/Sokoban-v0", 3), "bandit-native": ("ragen/Bandit-v0", 1)}
+"""``bandit-native``: TRL without the adapter (its own ``generate`` and an env reward function), single-turn."""
 PROMPTS, SAMPLES = 8, 8
 MICRO = 16
 """Rows per forward/backward in both: the learner's micro-batch, TRL's per-device batch (with gradient
@@ -94,20 +97,17 @@ def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path, tr
     )  # fmt: skip
     trl_trainer.train()
 
-    def median(values):
-        return statistics.median(values[1:]) if len(values) > 1 else float("nan")
-
     ours_rows = timings["ours_rows"]
     result = {
         "env": env_id, "turns": max_turns, "trl_rows_per_pass": trl_rows, "tokens_per_turn": tokens, "rounds_timed": len(timings["ours"]) - 1,
-        "ours_s": median(timings["ours"]), "trl_s": median(timings["trl"]),
-        "ours_rollout_s": median([r["timing/rollout_s"] for r in ours_rows]),
-        "ours_update_s": median([r["timing/update_s"] for r in ours_rows]),
-        "trl_rollout_s": median(rollout_seconds),
-        "ours_response_tokens_per_episode": median(
+        "ours_s": _median(timings["ours"]), "trl_s": _median(timings["trl"]),
+        "ours_rollout_s": _median([r["timing/rollout_s"] for r in ours_rows]),
+        "ours_update_s": _median([r["timing/update_s"] for r in ours_rows]),
+        "trl_rollout_s": _median(rollout_seconds),
+        "ours_response_tokens_per_episode": _median(
             [r["rollout/response_tokens"] * r["rollout/turns"] for r in ours_rows]
         ),
-        "trl_response_tokens_per_episode": median(timings["trl_tokens"]),
+        "trl_response_tokens_per_episode": _median(timings["trl_tokens"]),
         "ours_all_s": timings["ours"], "trl_all_s": timings["trl"],
     }  # fmt: skip
     result["trl_update_s"] = result["trl_s"] - result["trl_rollout_s"]
@@ -115,10 +115,95 @@ def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path, tr
     return result
 
 
+def run_trl_native(env_id: str, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO) -> dict:
+    """Single-turn only: TRL's own generation (``transformers`` ``generate``, no ``rollout_func``) with a reward
+    function that steps the env on each completion, against the learner, interleaved the same way."""
+    import gymnasium as gym
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from baselines.env_check import first_turn_chat
+    from baselines.ppo.config import preset
+    from baselines.ppo.rollout import render_text
+    from baselines.ppo.trainer import Trainer
+    from harness.agents.base import Context
+
+    torch.set_num_threads(1)
+    tokenizer = AutoTokenizer.from_pretrained(MODEL)
+    env_kwargs = {"max_turns": 1}
+    ours = Trainer(
+        preset(
+            "cpu-tiny", model=str(MODEL), env_id=env_id, env_kwargs=env_kwargs, advantage="grpo", filter_value=1.0,
+            mi_every=0, max_new_tokens=tokens, prompts_per_iteration=PROMPTS, samples_per_prompt=SAMPLES,
+            minibatch_size=PROMPTS * SAMPLES, micro_batch_size=MICRO, cpu_threads=1, checkpoint_every=0,
+            iterations=rounds, out_dir=str(out / "ours"), tensorboard=False,
+        )
+    )  # fmt: skip
+    rows = []
+    for seed in range(PROMPTS * rounds):  # the same rendered prompt (chat template + prefill) as the learner's
+        messages, prefill = first_turn_chat(env_id, env_kwargs, seed)
+        rows.append({"prompt": render_text(tokenizer, Context(tuple(messages), prefill)), "env_seed": seed,
+                     "prefill": prefill})  # fmt: skip
+
+    def env_reward(prompts, completions, env_seed, prefill, **_):
+        returns = []
+        for completion, seed, start in zip(completions, env_seed, prefill):
+            env = gym.make(env_id, **env_kwargs)
+            env.reset(seed=seed)
+            returns.append(float(env.step(start + completion)[1]))
+        return returns
+
+    timings: dict[str, list] = {"trl": [], "ours": [], "ours_rows": []}
+
+    class Interleave(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            timings["trl"].append(time.perf_counter() - self.start)
+            start = time.perf_counter()
+            timings["ours_rows"].append(ours.iteration(len(timings["ours"])))
+            timings["ours"].append(time.perf_counter() - start)
+
+    args = GRPOConfig(
+        output_dir=str(out / "trl_native"), use_cpu=True, per_device_train_batch_size=trl_rows,
+        gradient_accumulation_steps=PROMPTS * SAMPLES // trl_rows, num_generations=SAMPLES, max_steps=rounds,
+        logging_steps=1, report_to="none", learning_rate=2e-5, seed=0, save_strategy="no",
+        max_completion_length=tokens, gradient_checkpointing=False, beta=0.0, dataloader_num_workers=0,
+        disable_tqdm=True,
+    )  # fmt: skip
+    trainer = GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32), args=args, processing_class=tokenizer,
+        reward_funcs=env_reward, train_dataset=Dataset.from_list(rows), callbacks=[Interleave()],
+    )  # fmt: skip
+    trainer.train()
+    logged = [row for row in trainer.state.log_history if "completions/mean_length" in row]
+    ours_rows = timings["ours_rows"]
+    result = {
+        "env": f"{env_id} (TRL's own generate)", "turns": 1, "trl_rows_per_pass": trl_rows, "tokens_per_turn": tokens,
+        "rounds_timed": len(timings["ours"]) - 1, "ours_s": _median(timings["ours"]), "trl_s": _median(timings["trl"]),
+        "ours_rollout_s": _median([r["timing/rollout_s"] for r in ours_rows]),
+        "ours_update_s": _median([r["timing/update_s"] for r in ours_rows]),
+        "trl_rollout_s": float("nan"),
+        "ours_response_tokens_per_episode": _median([r["rollout/response_tokens"] for r in ours_rows]),
+        "trl_response_tokens_per_episode": _median([r["completions/mean_length"] for r in logged]),
+        "ours_all_s": timings["ours"], "trl_all_s": timings["trl"],
+    }  # fmt: skip
+    result["trl_update_s"] = float("nan")
+    result["trl_over_ours"] = result["trl_s"] / result["ours_s"]
+    return result
+
+
+def _median(values):
+    return statistics.median(values[1:]) if len(values) > 1 else float("nan")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=4, help="rounds per env (the first is a warm-up)")
-    parser.add_argument("--envs", default="bandit,sokoban", help=f"comma-separated: {', '.join(ENVS)}")
+    parser.add_argument("--envs", default="bandit,sokoban,bandit-native", help=f"comma-separated: {', '.join(ENVS)}")
     parser.add_argument("--tokens", type=int, default=64, help="token budget per turn (both trainers)")
     parser.add_argument(
         "--trl-rows-per-pass",
@@ -134,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         for name in args.envs.split(","):
             env_id, turns = ENVS[name.strip()]
+            if name.strip() == "bandit-native":
+                results.append(
+                    run_trl_native(env_id, args.rounds, args.tokens, Path(scratch) / name, args.trl_rows_per_pass)
+                )
+                continue
             results.append(
                 run_env(env_id, turns, args.rounds, args.tokens, Path(scratch) / name, args.trl_rows_per_pass)
             )
