@@ -63,12 +63,25 @@ def faulty(backend):
         base = make_handler(backend, api_key)
 
         class Faulty(base):
+            def leave(self):
+                # Counted out before the reply's first byte: once the client holds a reply it may send its next
+                # request, and that one must not overlap this one in the count.
+                with script.lock:
+                    if self.counted:
+                        self.counted = False
+                        script.in_flight -= 1
+
+            def send_response(self, *args, **kwargs):
+                self.leave()
+                super().send_response(*args, **kwargs)
+
             def do_POST(self):
                 with script.lock:
                     script.requests += 1
                     script.in_flight += 1
                     script.peak = max(script.peak, script.in_flight)
                     fault = script.faults.pop(0) if script.faults else None
+                self.counted = True
                 try:
                     if delay:
                         time.sleep(delay)
@@ -102,8 +115,7 @@ def faulty(backend):
                     else:
                         super().do_POST()
                 finally:
-                    with script.lock:
-                        script.in_flight -= 1
+                    self.leave()
 
         srv, url = start_server(backend, handler=Faulty)
         servers.append(srv)
