@@ -258,6 +258,7 @@ def scatter_svg(rows: list[dict[str, Any]], width: int = 640, height: int = 400)
 
 # ---- the three outputs ------------------------------------------------------------------------------------
 def render_html(rows: list[dict[str, Any]], suite: Suite, split: str, built: str) -> str:
+    """The leaderboard page as HTML: the site template filled with the overall table, the success-vs-MI scatter and one table per env of ``suite``."""
     site = resources.files("leaderboard") / "site"
     template = (site / "index.html").read_text()
     content = ["<h2>Overall</h2>", _overall_table(rows, suite), "<h2>Success vs MI</h2>",
@@ -287,6 +288,7 @@ def _md(text: Any) -> str:
 
 
 def render_markdown(rows: list[dict[str, Any]], suite: Suite, split: str, built: str) -> str:
+    """The leaderboard as Markdown (overall table, then one table per env of ``suite``), for a README or a review."""
     lines = ["# ragen-envs leaderboard", "",
              f"Suite `{suite.label}` ({split} split), built {built}. *Verified* means the episodes replay, not that "
              "this model produced them (a submitter may have kept the best of several samples per seed). MI and token "
@@ -333,6 +335,7 @@ def _csv_safe(value: Any) -> Any:
 
 
 def render_csv(rows: list[dict[str, Any]], suite: Suite) -> str:
+    """The leaderboard as CSV text with the columns :data:`CSV_COLUMNS`, one row per ranked submission."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()

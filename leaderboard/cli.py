@@ -105,6 +105,7 @@ def _print_report(report, as_json: bool) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    """``leaderboard verify``: print the verification report of an archive; exit code 0 if it verifies, else 1."""
     from leaderboard.verify import verify
 
     report = verify(args.archive, secret=_secret(args), suite=_suite_arg(args))
@@ -113,6 +114,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    """``leaderboard add``: verify an archive and store it; exit code 0 if stored, 1 if it failed verification."""
     from leaderboard.store import add
 
     report, folder = add(args.archive, args.store, secret=_secret(args), suite=_suite_arg(args))
@@ -124,6 +126,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    """``leaderboard build``: write the static site (HTML, Markdown, CSV) from the store; prints each path written."""
     from leaderboard.build import build
 
     paths = build(args.out, args.store, suite=_suite_arg(args) or OFFICIAL, split=args.split)
@@ -133,6 +136,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
+    """``leaderboard rerun``: rerun a stored submission with an agent; exit code 0 if it reproduced, else 1."""
     from leaderboard.rerun import rerun
 
     changes = {k: v for k, v in (("device", args.device), ("temperature", args.temperature),
@@ -145,6 +149,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
+    """``leaderboard remove``: delete a submission from the store; exit code 0."""
     from leaderboard.store import remove
 
     print(f"removed {remove(args.store, args.submission)}")
@@ -152,6 +157,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
+    """``leaderboard suite``: print a suite as JSON, or its hidden seeds with ``--hidden`` (exit code 2 without a secret)."""
     suite = _suite_arg(args) or OFFICIAL
     if args.hidden:
         secret = _secret(args)
@@ -176,6 +182,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 
 def cmd_secret(args: argparse.Namespace) -> int:
+    """``leaderboard secret``: write a new season secret (mode 0600) and print its sha256; exit code 2 if the file exists."""
     out = Path(args.out)
     if out.exists():
         print(f"error: {out} exists; a secret is never overwritten", file=sys.stderr)
@@ -188,6 +195,7 @@ def cmd_secret(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``leaderboard`` argument parser, one subcommand per ``cmd_*`` function."""
     parser = argparse.ArgumentParser(prog="leaderboard", description=__doc__.split("\n\n")[0].replace("``", ""))
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -267,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry_point() -> None:
+    """Console-script entry: run :func:`main` on ``sys.argv`` and exit with its code."""
     sys.exit(main(sys.argv[1:]))
 
 

@@ -32,10 +32,12 @@ class EpisodeRecord:
 
     @property
     def name(self) -> str:
+        """How error messages name this episode: env id, seed, sample and its line in episodes.jsonl."""
         return f"episode {self.env_id} seed {self.seed} sample {self.sample} (episodes.jsonl line {self.line})"
 
     @property
     def turns(self) -> list[dict[str, Any]]:
+        """The record's turns, as parsed from the JSON line."""
         return self.raw["turns"]
 
 

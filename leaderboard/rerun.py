@@ -28,6 +28,8 @@ from leaderboard.suite import Suite, find_suite
 
 @dataclass(frozen=True)
 class RerunResult:
+    """What :func:`rerun` found: whether the rerun reproduced the submission, a one-paragraph message, the run folder and the per-env success gaps."""
+
     reproduced: bool
     message: str
     run_dir: Path | None = None

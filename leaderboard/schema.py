@@ -89,6 +89,7 @@ def allowed_member(name: str) -> bool:
 
 
 def sha256_hex(data: bytes) -> str:
+    """The SHA-256 of ``data`` as 64 lowercase hex digits."""
     return hashlib.sha256(data).hexdigest()
 
 
@@ -148,10 +149,12 @@ class SubmissionMetadata:
             raise ValueError("metadata field 'suite_fingerprint' must be 64 lowercase hex digits")
 
     def to_dict(self) -> dict[str, Any]:
+        """The metadata as a JSON-ready dict of its fields."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Any) -> SubmissionMetadata:
+        """Parse metadata.json's object; raises ``ValueError`` naming unknown, missing or mistyped fields."""
         if not isinstance(data, dict):
             raise ValueError(f"metadata must be a JSON object, got {type(data).__name__}")
         names = {f.name for f in fields(cls)}

@@ -68,6 +68,7 @@ def add(
 
 
 def write_entry(folder: Path, entry: dict[str, Any]) -> None:
+    """Write ``entry`` as the folder's entry JSON atomically (temp file, then rename); NaN/inf become null."""
     tmp = folder / (ENTRY + ".part")
     tmp.write_text(json.dumps(clean_nans(entry), indent=2, sort_keys=True, allow_nan=False) + "\n")
     tmp.replace(folder / ENTRY)

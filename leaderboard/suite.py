@@ -75,6 +75,7 @@ class SuiteEntry:
             raise ValueError(f"{self.env_id}: kwargs must be JSON values ({exc})") from None
 
     def to_dict(self) -> dict[str, Any]:
+        """The entry as canonical JSON-ready data (kwargs sorted by key)."""
         return {
             "env_id": self.env_id,
             "kwargs": dict(sorted(self.kwargs.items())),
@@ -116,6 +117,7 @@ class HiddenSplit:
         return hidden_seeds(secret, self.season, env_id, self.seeds_per_env)
 
     def to_dict(self) -> dict[str, Any]:
+        """The hidden split's public description (season, secret hash, seeds per env); never the secret."""
         return {"season": self.season, "secret_sha256": self.secret_sha256, "seeds_per_env": self.seeds_per_env}
 
 
@@ -180,13 +182,16 @@ class Suite:
 
     @property
     def label(self) -> str:
+        """``<name>-<version>``, how the site and error messages name the suite."""
         return f"{self.name}-{self.version}"
 
     @property
     def env_ids(self) -> tuple[str, ...]:
+        """The suite's env ids, in entry order."""
         return tuple(entry.env_id for entry in self.entries)
 
     def entry(self, env_id: str) -> SuiteEntry:
+        """The entry for ``env_id``; raises ``KeyError`` with a did-you-mean when the suite lacks it."""
         for entry in self.entries:
             if entry.env_id == env_id:
                 return entry
@@ -212,6 +217,7 @@ class Suite:
                     yield Episode(entry.env_id, seed, sample)
 
     def to_dict(self) -> dict[str, Any]:
+        """The suite as JSON-ready data, the inverse of :meth:`from_dict`."""
         return {
             "name": self.name,
             "version": self.version,
@@ -226,6 +232,7 @@ class Suite:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Suite:
+        """Parse a suite from JSON data; raises ``ValueError`` naming unknown, missing or malformed fields."""
         if not isinstance(data, Mapping):
             raise ValueError(f"a suite must be a JSON object, got {type(data).__name__}")
         unknown = set(data) - {"name", "version", "entries", "hidden"}
@@ -266,6 +273,7 @@ def _seed_list(value: Any) -> tuple[int, ...]:
 
 
 def check_split(split: str) -> None:
+    """Raise ``ValueError`` (with a did-you-mean) unless ``split`` is one of :data:`SPLITS`."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}.{did_you_mean(split, SPLITS)}")
 

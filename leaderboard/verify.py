@@ -191,6 +191,7 @@ class Replayer:
         return None
 
     def close(self) -> None:
+        """Close every env the replayer opened."""
         for env in self._envs.values():
             env.close()
         self._envs.clear()
