@@ -65,6 +65,7 @@ def run_chunk_lines(config_json: str, jobs: list[tuple[str, str, int, int]]) -> 
 
 
 def execute_serial(config: RunConfig, chunks: list[list[Job]], agents: dict[str, Agent], emit: Callable) -> None:
+    """Roll the chunks out in this process, building each agent once; hands each episode's line to ``emit(agent_spec, lines)``."""
     pool = EnvPool(config)
     for chunk in chunks:
         spec = chunk[0].agent
@@ -76,6 +77,7 @@ def execute_serial(config: RunConfig, chunks: list[list[Job]], agents: dict[str,
 
 
 def execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, emit: Callable) -> None:
+    """Roll the chunks out in ``workers`` spawned processes; hands each chunk's lines to ``emit(agent_spec, lines)`` as it finishes."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -100,6 +102,7 @@ def execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, 
 
 
 def execute_ray(config: RunConfig, chunks: list[list[Job]], address: str, workers: int, emit: Callable) -> None:
+    """Roll the chunks out as Ray tasks (``address`` ``"local"`` starts a local cluster); raises ``ImportError`` without Ray."""
     try:
         import ray
     except ImportError:

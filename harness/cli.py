@@ -63,6 +63,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``harness`` argument parser: ``run``, ``report`` and ``ls``."""
     parser = _Parser(prog="harness", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -163,6 +164,7 @@ def env_kwargs_from_args(values: Sequence[str], env_ids: Sequence[str]) -> dict[
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
+    """The :class:`RunConfig` that ``harness run``'s parsed arguments describe (a preset expands to its envs and agents)."""
     options = AgentOptions(
         temperature=args.temperature,
         max_new_tokens=args.max_new_tokens
@@ -284,6 +286,7 @@ def check_resume_flags(args: argparse.Namespace, given: dict[str, str], recorded
 
 
 def cmd_run(args: argparse.Namespace, argv: Sequence[str], given: dict[str, str]) -> int:
+    """``harness run``: roll out (or resume) a run, write its folder and print the summary table; exit code 0."""
     from harness.report import format_table
     from harness.runner import load_config, run
 
@@ -325,6 +328,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str], given: dict[str, str]
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """``harness report``: print or write the report of one run, a comparison of several, or learner runs' training curves."""
     from harness.report import compare, format_table, load_summary, write_report
     from harness.training_report import is_learner_run, report_training
 
@@ -354,6 +358,7 @@ def _env_description(env_id: str) -> str:
 
 
 def cmd_ls() -> int:
+    """``harness ls``: print the registered envs, agents and metrics with one line each; exit code 0."""
     import ragen_envs
     from harness.metrics import METRICS
 

@@ -39,6 +39,7 @@ class EnvPlan:
 
     @property
     def seeds(self) -> range:
+        """The env seeds of this plan: ``seed_start`` up to ``seed_start + episodes``."""
         return range(self.seed_start, self.seed_start + self.episodes)
 
 
@@ -87,10 +88,12 @@ class RunConfig:
             check_range("mi_columns", self.mi_columns, 2, integer=True)
 
     def to_json(self) -> dict[str, Any]:
+        """The config as JSON-ready data (config.json), the inverse of :meth:`from_json`."""
         return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunConfig:
+        """Rebuild a config from :meth:`to_json`'s data."""
         data = dict(data)
         data["agents"] = tuple(data["agents"])
         data["envs"] = tuple(EnvPlan(**plan) for plan in data["envs"])
@@ -99,6 +102,7 @@ class RunConfig:
 
     @property
     def total_episodes(self) -> int:
+        """Episodes in the run: agents × the sum over env plans of episodes × samples."""
         return len(self.agents) * sum(plan.episodes * plan.samples for plan in self.envs)
 
 

@@ -76,9 +76,11 @@ class Unavailable(Estimate):
 
     @classmethod
     def because(cls, reason: str) -> Unavailable:
+        """An unavailable estimate (NaN value and stderr, n 0) with ``reason``."""
         return cls(math.nan, math.nan, 0, reason)
 
     def to_json(self) -> dict[str, Any]:
+        """JSON form: null value and stderr, n 0, and the reason under ``"unavailable"``."""
         return {"value": None, "stderr": None, "n": 0, "unavailable": self.reason}
 
 
@@ -435,7 +437,10 @@ METRICS: dict[str, tuple[str, bool | None]] = {
     "reasoning_entropy_estimate": ("H(Z) proxy: -mean(marginal)", None),
     "retrieval_accuracy": ("how often a reasoning's own prompt scores it best (top-1; @2/@4/@8 too)", True),
     "retrieval_chance": ("retrieval accuracy of an input-agnostic scorer (~1/N)", None),
-    "mi_zscore": ("mean((matched - marginal) / (std(marginal) + 1e-3)); best correlate of success in RAGEN-2; "
-                  "n/a when std(marginal) <= 1e-3", True),  # fmt: skip
+    "mi_zscore": (
+        "mean((matched - marginal) / (std(marginal) + 1e-3)); best correlate of success in RAGEN-2; "
+        "n/a when std(marginal) <= 1e-3",
+        True,
+    ),  # fmt: skip
     "distinct_prompts": (f"distinct prompts the MI family compared (< 2: unavailable; < {FEW_PROMPTS}: flagged)", None),
 }

@@ -62,6 +62,7 @@ class Progress:
                 )  # fmt: skip
 
     def advance(self, name: str, n: int = 1) -> None:
+        """Count ``n`` more units done for agent ``name`` and redraw its bar (or print a line when not a terminal)."""
         self.done[name] += n
         if not self.enabled:
             return
@@ -97,6 +98,7 @@ class Progress:
         self.close()
 
     def close(self) -> None:
+        """Close the terminal bars."""
         for bar in self._bars.values():
             bar.close()
         self._bars = {}

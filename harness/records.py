@@ -285,6 +285,7 @@ class EpisodeWriter:
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0))
 
     def write_line(self, line: bytes) -> None:
+        """Append one episodes.jsonl line (bytes, newline included) in full; raises ``ValueError`` once closed."""
         if self._fd is None:
             raise ValueError(f"{self.path} is closed")
         view = memoryview(line)
@@ -292,6 +293,7 @@ class EpisodeWriter:
             view = view[os.write(self._fd, view) :]
 
     def close(self) -> None:
+        """Close the file (idempotent)."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

@@ -35,6 +35,7 @@ class Job:
 
     @property
     def key(self) -> tuple[str, str, int, int]:
+        """``(agent, env_id, seed, sample)``: the episode's identity in a run."""
         return (self.agent, self.env_id, self.seed, self.sample)
 
 
@@ -81,10 +82,12 @@ class EnvPool:
         self._free: dict[str, list[Any]] = {}
 
     def get(self, env_id: str) -> Any:
+        """A free env for ``env_id``, or a new one made with the plan's kwargs."""
         free = self._free.setdefault(env_id, [])
         return free.pop() if free else gym.make(env_id, **self._kwargs[env_id])
 
     def put(self, env_id: str, env: Any) -> None:
+        """Return an env taken with :meth:`get` for reuse."""
         self._free[env_id].append(env)
 
 

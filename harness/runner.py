@@ -172,6 +172,8 @@ class RunInterrupted(KeyboardInterrupt):
 
 @dataclass
 class RunResult:
+    """What :func:`run` produced: the run folder, its summary, how many episodes this call rolled out, and the MI time."""
+
     run_dir: Path
     summary: dict[str, Any]
     new_episodes: int

@@ -28,6 +28,7 @@ class ResponseSeeds:
         self._base = None
 
     def __call__(self, turn: int) -> int:
+        """The response seed of ``turn`` in this episode, in [0, 2**63)."""
         base = self._base
         if base is None:
             text = "\x1f".join(f"{type(p).__name__}:{p}" for p in self._parts) + "\x1f"

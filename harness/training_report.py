@@ -33,6 +33,7 @@ ENTROPY_HELD = 0.9
 
 
 def is_learner_run(run_dir: Path) -> bool:
+    """Whether ``run_dir`` is a learner run (it has a metrics.jsonl), not a rollout run."""
     return (Path(run_dir) / METRICS_FILE).is_file()
 
 

@@ -58,24 +58,29 @@ class EnvHandle:
 
     @property
     def env(self) -> Any:
+        """The env itself, built by the factory on first access when the handle was given one."""
         if self._env is None:
             self._env = self._factory()  # type: ignore[misc]
         return self._env
 
     @property
     def response_format(self) -> str:
+        """The env's response format (``"think"``, ``"answer"``...), as the env declares it."""
         return self.env.response_format
 
     @property
     def action_separator(self) -> str | None:
+        """The separator between several actions in one answer, or None when the env takes one action per turn."""
         return self.env.action_separator
 
     @property
     def max_actions_per_turn(self) -> int:
+        """How many actions the env accepts in one answer."""
         return self.env.max_actions_per_turn
 
     @property
     def example_answer(self) -> str:
+        """An answer in the env's action syntax, as its instructions show it."""
         return self.env.example_answer
 
     def candidate_actions(self) -> tuple[str, ...]:
@@ -121,6 +126,7 @@ class Request:
 
     @property
     def seed(self) -> int:
+        """The sampling seed; a callable seed is called once, on first read, and its value kept."""
         seed = self._seed
         if callable(seed):
             seed = int(seed())

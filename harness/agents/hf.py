@@ -96,6 +96,7 @@ class HFAgent(Agent):
 
     @classmethod
     def from_pretrained(cls, name_or_dir: str, options: AgentOptions | None = None) -> HFAgent:
+        """Load a transformers causal LM and its tokenizer from a local folder or cached name; raises with the fix when the asked device is not available."""
         torch, transformers = _import_llm()
         options = options or AgentOptions()
         device = options.device
@@ -142,6 +143,7 @@ class HFAgent(Agent):
 
     # ---- the protocol --------------------------------------------------------------------------------------
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
+        """Agent protocol's generate: one :class:`Generation` per request, in order, sampled in length-sorted batches of ``options.batch_size`` with each request's own seed."""
         from harness.agents.decoding import generate_ids
 
         prompts = [self._encode(self.render(r.context)) for r in requests]
@@ -186,6 +188,7 @@ class HFAgent(Agent):
         )
 
     def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
+        """Agent protocol's score: teacher-forced log p(``texts[i]`` | ``contexts[i]``) as one :class:`Score` per pair."""
         from harness.agents.decoding import score_ids
 
         pairs = [self._split(c, t) for c, t in zip(contexts, texts)]
@@ -200,6 +203,7 @@ class HFAgent(Agent):
         return [Score(logprob_sum=s, num_tokens=n) for s, n in raw]
 
     def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str], wanted=None):
+        """Agent protocol's score_matrix: ``(logprob_sum, num_tokens)`` arrays of shape ``(len(texts), len(contexts))``: every text under every context (``wanted`` optionally masks the entries to compute)."""
         from harness.agents.decoding import score_matrix_ids
 
         rendered = [self.render(c) for c in contexts]
@@ -238,6 +242,7 @@ class HFAgent(Agent):
             yield
 
     def describe(self) -> dict[str, Any]:
+        """Agent protocol's describe: spec, model, sampling options, device and dtype, as config.json records them."""
         return {
             "spec": self.spec,
             "model": self.name,
@@ -248,9 +253,11 @@ class HFAgent(Agent):
         }
 
     def end_episodes(self, episodes: Sequence[Any]) -> None:
+        """Agent protocol's end_episodes: drop the cached prompt keys/values of these episodes."""
         for episode in episodes:
             self._prefixes.pop(episode, None)
 
     def close(self) -> None:
+        """Agent protocol's close: drop the model and the cached keys/values (idempotent)."""
         self.model = None
         self._prefixes = {}

@@ -153,6 +153,7 @@ class OpenAIAgent(Agent):
 
     @classmethod
     def from_spec(cls, argument: str, options: AgentOptions) -> OpenAIAgent:
+        """Build the agent from the text after ``openai:`` in its spec and the ``extra`` options."""
         return cls(EndpointConfig.from_spec(argument, options.extra), options)
 
     # ---- HTTP -------------------------------------------------------------------------------------------
@@ -265,6 +266,7 @@ class OpenAIAgent(Agent):
         return Generation(text=text, num_tokens=num_tokens, token_logprobs=logprobs)
 
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
+        """Agent protocol's generate: one :class:`Generation` per request, in order, sent to the endpoint with up to ``concurrency`` requests in flight."""
         if not requests:
             return []
         with ThreadPoolExecutor(max_workers=min(self.config.concurrency, len(requests))) as pool:
@@ -298,6 +300,7 @@ class OpenAIAgent(Agent):
         return Score(logprob_sum=float(sum(picked)), num_tokens=len(picked))
 
     def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
+        """Agent protocol's score: teacher-forced log p(``texts[i]`` | ``contexts[i]``) as one :class:`Score` per pair; raises :class:`ScoringUnavailable` without a chat template (the tokenizer option)."""
         if not self.can_score:
             raise ScoringUnavailable(
                 f"agent {self.spec or 'openai'!r} cannot score without a chat template: pass the tokenizer option"
@@ -309,6 +312,7 @@ class OpenAIAgent(Agent):
             return list(pool.map(self._score_one, pairs))
 
     def describe(self) -> dict[str, Any]:
+        """Agent protocol's describe: spec and endpoint settings (the API key's env variable name, never the key)."""
         c = self.config
         return {
             "spec": self.spec,

@@ -116,6 +116,8 @@ class AgentOption:
 
 @dataclass(frozen=True)
 class AgentEntry:
+    """A registered agent: its spec name, the factory that builds it, a one-line description and its options."""
+
     name: str
     factory: Factory
     description: str
@@ -125,6 +127,7 @@ class AgentEntry:
 
     @property
     def display(self) -> str:
+        """The spec as help text shows it: ``name`` or ``name:<argument>``."""
         return f"{self.name}:{self.argument}" if self.argument else self.name
 
     def resolve_options(self, extra: dict[str, Any]) -> dict[str, Any]:

@@ -73,6 +73,7 @@ class RandomAgent(Agent):
         self.spec = "random"
 
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
+        """Agent protocol's generate: one :class:`Generation` per request, in order: random reasoning words and a random candidate action, from the request's seed."""
         out = []
         for request in requests:
             env = _handle(request.context, "random")
@@ -93,6 +94,7 @@ class RandomAgent(Agent):
         return out
 
     def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
+        """Agent protocol's score: teacher-forced log p(``texts[i]`` | ``contexts[i]``) as one :class:`Score` per pair: the random reasoning's log-prob, which ignores the context; raises ``ValueError`` on unequal lengths."""
         if len(contexts) != len(texts):
             raise ValueError(f"score needs as many contexts as texts, got {len(contexts)} and {len(texts)}")
         return [random_reasoning_logprob(text) for text in texts]
@@ -100,6 +102,7 @@ class RandomAgent(Agent):
     def score_matrix(
         self, contexts: Sequence[Context], texts: Sequence[str], wanted: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
+        """Agent protocol's score_matrix: ``(logprob_sum, num_tokens)`` arrays of shape ``(len(texts), len(contexts))``; every column is the same (the random reasoning ignores the context)."""
         scores = [random_reasoning_logprob(text) for text in texts]  # the same under every context: all entries
         sums = np.repeat(np.array([[s.logprob_sum] for s in scores], dtype=np.float64), len(contexts), axis=1)
         counts = np.repeat(np.array([[s.num_tokens] for s in scores], dtype=np.int64), len(contexts), axis=1)
@@ -115,6 +118,7 @@ class OracleAgent(Agent):
         self.spec = "oracle"
 
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
+        """Agent protocol's generate: one :class:`Generation` per request, in order: the env oracle's reasoning and answer in the env's response format."""
         out = []
         for request in requests:
             context = request.context
@@ -129,6 +133,7 @@ class OracleAgent(Agent):
         return _handle(context, "oracle").oracle()[0].strip()
 
     def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
+        """Agent protocol's score: teacher-forced log p(``texts[i]`` | ``contexts[i]``) as one :class:`Score` per pair: 0 for the oracle's own reasoning in that context, -inf for any other text; raises ``ValueError`` on unequal lengths."""
         if len(contexts) != len(texts):
             raise ValueError(f"score needs as many contexts as texts, got {len(contexts)} and {len(texts)}")
         return [
@@ -139,6 +144,7 @@ class OracleAgent(Agent):
     def score_matrix(
         self, contexts: Sequence[Context], texts: Sequence[str], wanted: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
+        """Agent protocol's score_matrix: ``(logprob_sum, num_tokens)`` arrays of shape ``(len(texts), len(contexts))``: 0 where the text is that context's oracle reasoning, else -inf."""
         reasonings = [self._reasoning(ctx) for ctx in contexts]  # one oracle call per column; every entry is free
         sums = np.array([[0.0 if t == r else -math.inf for r in reasonings] for t in texts], dtype=np.float64)
         counts = np.array([[len(t.split())] * len(contexts) for t in texts], dtype=np.int64).reshape(sums.shape)

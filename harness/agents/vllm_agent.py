@@ -118,6 +118,7 @@ class VLLMAgent(Agent):
         self._vllm = vllm
 
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
+        """Agent protocol's generate: one :class:`Generation` per request, in order, sampled by vLLM with each request's own seed."""
         if not requests:
             return []
         SamplingParams = self._vllm.SamplingParams
@@ -183,9 +184,11 @@ class VLLMAgent(Agent):
         return result
 
     def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
+        """Agent protocol's score: teacher-forced log p(``texts[i]`` | ``contexts[i]``) as one :class:`Score` per pair, from vLLM's prompt log-probs."""
         return [Score(logprob_sum=sum(lps), num_tokens=len(lps)) for lps in self.token_logprobs(contexts, texts)]
 
     def describe(self) -> dict[str, Any]:
+        """Agent protocol's describe: spec, model, sampling options, engine arguments and the vLLM version."""
         return {
             "spec": self.spec,
             "model": self.model_name,
@@ -196,6 +199,7 @@ class VLLMAgent(Agent):
         }
 
     def close(self) -> None:
+        """Agent protocol's close: shut the vLLM engine down (idempotent)."""
         llm, self.llm = self.llm, None
         if llm is not None:
             shutdown(llm)
