@@ -76,7 +76,7 @@ def draw_arms(rng) -> tuple[str, str, tuple[str, str]]:
     return safe, risky, order
 
 
-class BanditEnv(TextEnv):
+class BanditEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     action_separator = None
     example_answer = "Turtle"

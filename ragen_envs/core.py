@@ -119,6 +119,8 @@ class ResponseSpace(spaces.Text):
         self.candidates: tuple[str, ...] = ()
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
+        """Gymnasium's Space.sample: a random well-formed response over the current candidates (Gymnasium's random text
+        with a mask, a probability or no candidates)."""
         if mask is not None or probability is not None or not self.candidates:
             return super().sample(mask=mask, probability=probability)
         rng = self.np_random
@@ -174,6 +176,8 @@ class TextEnv(gym.Env[str, str]):
     def __new__(cls, *args: Any, **kwargs: Any):
         # Checked here, once for every env: a misspelled kwarg gets a ValueError naming it, the closest
         # argument and the allowed ones, instead of Python's bare TypeError from __init__.
+        """Refuse unknown constructor arguments with a ``ValueError`` naming them, the closest allowed one and the
+        allowed ones."""
         allowed = _init_arguments(cls)
         unknown = sorted(set(kwargs) - allowed) if allowed is not None else []
         if unknown:
@@ -267,6 +271,7 @@ class TextEnv(gym.Env[str, str]):
         return f"{self._instructions().rstrip()}\n{how}"
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Gymnasium's reset: start an episode from ``seed``; returns (observation text, info)."""
         super().reset(seed=seed)
         self.turn = 0
         self._done = False
@@ -278,6 +283,8 @@ class TextEnv(gym.Env[str, str]):
         return self._last_observation, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Gymnasium's step: play the model's whole response text; returns (observation, reward, terminated, truncated,
+        info). Raises :class:`ResetNeeded` before reset or after the episode ended; any text is safe."""
         if self._needs_reset:
             raise ResetNeeded("Cannot call env.step() before calling env.reset()")
         if self._done:
@@ -326,6 +333,7 @@ class TextEnv(gym.Env[str, str]):
         return observation, float(reward), terminated, truncated, info
 
     def render(self) -> str | None:
+        """Gymnasium's render: the last observation text in ``"ansi"`` mode, else None."""
         if self.render_mode == "ansi":
             return self._last_observation
         return None

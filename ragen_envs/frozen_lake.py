@@ -332,7 +332,7 @@ _HOLE = ActionResult(reward=0.0, effective=True, terminated=True, success=False)
 _GOAL = ActionResult(reward=1.0, effective=True, terminated=True, success=True)
 
 
-class FrozenLakeEnv(TextEnv):
+class FrozenLakeEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     example_answer = "Down || Right"
     argument_aliases = {"is_slippery": "slip", "success_rate": "slip", "p": "frozen_prob", "map_size": "size"}
@@ -374,6 +374,7 @@ class FrozenLakeEnv(TextEnv):
     @property
     def instructions(self) -> str:
         # The rules depend on the config only, so the system prompt is built once per env, not per reset.
+        """The system prompt (see :attr:`TextEnv.instructions`), built once per env: it depends on the config only."""
         if self._system_prompt is None:
             self._system_prompt = TextEnv.instructions.fget(self)
         return self._system_prompt

@@ -134,7 +134,7 @@ def sanitize(text: str) -> str:
     return "".join(ch if ch in TEXT_CHARSET else "?" for ch in text)
 
 
-class CodeExecEnv(TextEnv):
+class CodeExecEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     action_separator = None
     example_answer = "```python\ndef add(a: int, b: int) -> int:\n    return a + b\n```"

@@ -43,24 +43,31 @@ class Draw:
         return int(self.rng.integers(lo, hi + 1))
 
     def pick(self, options):
+        """One item of ``options``, uniformly."""
         return options[int(self.rng.integers(len(options)))]
 
     def bool(self, p: float = 0.5) -> bool:
+        """True with probability ``p``."""
         return bool(self.rng.random() < p)
 
     def ints(self, n_lo: int, n_hi: int, lo: int, hi: int) -> list[int]:
+        """A list of ``n_lo``..``n_hi`` integers, each in [``lo``, ``hi``]."""
         return [self.int(lo, hi) for _ in range(self.int(n_lo, n_hi))]
 
     def string(self, alphabet: str, lo: int, hi: int) -> str:
+        """A string of ``lo``..``hi`` characters drawn from ``alphabet``."""
         return "".join(self.pick(alphabet) for _ in range(self.int(lo, hi)))
 
     def word(self) -> str:
+        """One word of :data:`WORDS`."""
         return self.pick(WORDS)
 
     def words(self, lo: int, hi: int) -> list[str]:
+        """A list of ``lo``..``hi`` words of :data:`WORDS` (repeats allowed)."""
         return [self.word() for _ in range(self.int(lo, hi))]
 
     def shuffled(self, items: list) -> list:
+        """A shuffled copy of ``items``."""
         items = list(items)
         order = self.rng.permutation(len(items))
         return [items[int(i)] for i in order]
@@ -85,10 +92,12 @@ class Spec:
 
     @property
     def signature(self) -> str:
+        """The function's ``def`` line, e.g. ``def add(a: int, b: int) -> int:``."""
         return f"def {self.name}({self.params}) -> {self.returns}:"
 
     @property
     def reference(self) -> str:
+        """The reference solution's source: prelude (if any), signature and body."""
         head = f"{self.prelude.strip()}\n\n\n" if self.prelude.strip() else ""
         return f"{head}{self.signature}\n{self.body.rstrip()}\n"
 
@@ -111,6 +120,7 @@ class Problem:
 
     @property
     def prompt(self) -> str:
+        """The task as the model sees it: the signature, the description and the visible examples."""
         examples = "\n".join(
             f"    {call_text(self.name, args)} == {value!r}" for args, value in zip(self.visible, self.visible_expected)
         )
@@ -118,6 +128,7 @@ class Problem:
 
 
 def call_text(name: str, args: tuple) -> str:
+    """The call as source text, e.g. ``f(1, 'a')`` (arguments by ``repr``)."""
     return f"{name}({', '.join(repr(a) for a in args)})"
 
 

@@ -169,6 +169,8 @@ def _collect(read_fd, first, count, per_test_s, pid):
 
 
 def main():
+    """Sandbox entry point: read the job from stdin, run the tests in forked children, write one nonce-tagged result
+    line per test to stdout."""
     size = int.from_bytes(_read_exact(0, 8), "big")
     job = marshal.loads(_read_exact(0, size))
     _make_undumpable()

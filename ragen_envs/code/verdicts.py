@@ -23,6 +23,8 @@ RUNNER_SOURCE = (Path(__file__).parent / "runner.py").read_text()
 
 @dataclass(frozen=True)
 class TestOutcome:
+    """One hidden test's outcome: whether it passed, how the call ended, and its value or error."""
+
     passed: bool
     status: str
     """``"ok"`` (returned a value), ``"error"``, ``"load_error"``, ``"timeout"``, ``"crash"`` or ``"missing"``."""
@@ -32,6 +34,9 @@ class TestOutcome:
 
 @dataclass(frozen=True)
 class RunReport:
+    """One sandbox run of a submission: every test's outcome, the backend, whether it was unsafe, and the limit violated
+    (or None)."""
+
     outcomes: tuple[TestOutcome, ...]
     backend: str
     unsafe: bool

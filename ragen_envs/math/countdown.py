@@ -71,6 +71,8 @@ class CountdownConfig:
 
 @dataclass(frozen=True)
 class CountdownProblem:
+    """One Countdown puzzle: the numbers to use, the target and one solving expression."""
+
     numbers: tuple[int, ...]
     target: int
     solution: str
@@ -245,7 +247,7 @@ def score_answer(answer: str, numbers: tuple[int, ...], target: int) -> tuple[fl
     return WELL_FORMED_REWARD, True, f"Your expression equals {value}, not {target}."
 
 
-class CountdownEnv(TextEnv):
+class CountdownEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     action_separator = None
     example_answer = "(25 - 7) * 3 - 8"

@@ -47,7 +47,7 @@ from ragen_envs.math.answers import parse_number
 from ragen_envs.math.qa_data import QARecord, load_records
 
 
-class MathQAEnv(SingleAnswerEnv):
+class MathQAEnv(SingleAnswerEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     answer_hint = "a number (an integer, a decimal or a fraction such as 3/4), or the simplest exact expression"
 

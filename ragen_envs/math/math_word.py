@@ -57,6 +57,8 @@ MIN_STEPS, MAX_STEPS = 2, 8
 
 @dataclass(frozen=True)
 class WordProblem:
+    """One generated word problem: its family, step count, text, exact answer and the worked solution."""
+
     family: str
     steps: int
     text: str
@@ -99,7 +101,7 @@ def generate_problem(rng, steps: int | None = None, families: tuple[str, ...] = 
     return WordProblem(family, steps, text, Fraction(answer), work)
 
 
-class MathWordEnv(SingleAnswerEnv):
+class MathWordEnv(SingleAnswerEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
 
     def __init__(

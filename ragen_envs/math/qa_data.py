@@ -44,6 +44,8 @@ class DatasetError(ValueError):
 
 @dataclass(frozen=True)
 class QARecord:
+    """One question of a math QA dataset: the question, final answer, whole solution and where it came from."""
+
     question: str
     answer: str
     """The final answer (e.g. ``"42"`` out of ``"… #### 42"``)."""

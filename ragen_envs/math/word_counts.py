@@ -15,6 +15,8 @@ COLLECTIBLES = ("marbles", "stickers", "stamps", "seashells", "trading cards", "
 
 
 def ages(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (ages): a chain of relative ages; asks the first person's age; exactly ``steps`` operations
+    through ``w``. Returns (question text, exact answer)."""
     people = names(d, steps + 1)
     age = d.int(3, 9)
     facts = [f"{people[-1]} is {num(age)} years old."]
@@ -41,6 +43,8 @@ def ages(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
 
 
 def comparisons(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (comparisons): people who have more or fewer of a collectible than each other; asks a total;
+    exactly ``steps`` operations through ``w``. Returns (question text, exact answer)."""
     thing = d.pick(COLLECTIBLES)
     total_all = steps % 2 == 0 and d.chance(0.6)
     links = steps // 2 if total_all else steps - 1
@@ -88,6 +92,8 @@ _SHARES = (
 
 
 def funnel(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (funnel): visitors kept by successive shares at each stage; asks how many reach the last; exactly
+    ``steps`` operations through ``w``. Returns (question text, exact answer)."""
     shares = [d.pick(_SHARES) for _ in range(steps)]
     scale = 1
     for share in shares:
@@ -109,6 +115,8 @@ COLORS = ("red", "blue", "green", "yellow", "white", "black")
 
 
 def ratios(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (ratios): colors in a given ratio with one count known; asks the total of some colors; exactly
+    ``steps`` operations through ``w``. Returns (question text, exact answer)."""
     include_known = steps % 2 == 1
     asked = (steps + 1) // 2 if include_known else steps // 2
     colors = d.sample(COLORS, asked + (0 if include_known else 1))
@@ -132,6 +140,8 @@ def ratios(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
 
 
 def averages(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (averages): test scores; asks the mean, or the score needed on one more test to reach a mean;
+    exactly ``steps`` operations through ``w``. Returns (question text, exact answer)."""
     name = d.pick(NAMES)
     subject = d.pick(("math", "history", "spelling", "chemistry", "music theory"))
     if d.chance(0.5):  # the mean of `steps` scores: steps-1 additions and one division
@@ -159,6 +169,8 @@ def averages(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
 
 def packing(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     # ops: 2*batches - 1 to count what was baked, one division into bags, plus one per extra event
+    """Problem family (packing): batches baked, some brought, eaten or given, packed into bags; asks the bags; exactly
+    ``steps`` operations through ``w``. Returns (question text, exact answer)."""
     extras = [e for e in range(0, 4) if (steps - e) % 2 == 0 and 1 <= (steps - e) // 2 <= 3]
     chosen = d.sample(("brought", "eaten", "gift"), d.pick(extras))
     batches = (steps - len(chosen)) // 2
@@ -196,6 +208,8 @@ def packing(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
 
 
 def growth(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (growth): a quantity that doubles, triples or halves every few hours; asks the amount later;
+    exactly ``steps`` operations through ``w``. Returns (question text, exact answer)."""
     periods = steps - 1
     every = d.int(2, 6)
     if d.chance(0.6):

@@ -26,6 +26,7 @@ class Draw:
         self.buffer: list[float] = []
 
     def uniform(self) -> float:
+        """A uniform float in [0, 1) (from the buffered batch)."""
         if not self.buffer:
             self.buffer = self.rng.random(_BATCH).tolist()
         return self.buffer.pop()
@@ -39,9 +40,11 @@ class Draw:
         return step * self.int(low // step, high // step)
 
     def pick(self, options):
+        """One item of ``options``, uniformly."""
         return options[int(self.uniform() * len(options))]
 
     def chance(self, p: float = 0.5) -> bool:
+        """True with probability ``p``."""
         return self.uniform() < p
 
     def sample(self, options, count: int) -> list:
@@ -80,10 +83,12 @@ class Work:
 
     @property
     def count(self) -> int:
+        """How many operations were recorded."""
         return len(self.ops)
 
     @property
     def lines(self) -> list[str]:
+        """The worked solution, one ``a op b = result`` line per operation."""
         return [f"{num(a)} {_SYMBOLS[s]} {num(b)} = {num(r)}" for a, s, b, r in self.ops]
 
 
@@ -108,6 +113,7 @@ def money(value) -> str:
 
 
 def percent(fraction: Fraction) -> str:
+    """A fraction as a percentage text, e.g. ``Fraction(1, 4)`` -> ``"25%"``."""
     return f"{num(Fraction(fraction) * 100)}%"
 
 
@@ -135,6 +141,7 @@ NAMES = (
 
 
 def names(draw: Draw, count: int) -> list[str]:
+    """``count`` distinct names of :data:`NAMES`."""
     return draw.sample(NAMES, count)
 
 

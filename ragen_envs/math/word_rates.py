@@ -13,6 +13,8 @@ from ragen_envs.math.word_kit import NAMES, Draw, Work, join_words, names, num, 
 
 
 def trip_legs(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (trip_legs): trip legs, some given by speed and time; asks the total distance; exactly ``steps``
+    operations through ``w``. Returns (question text, exact answer)."""
     name = d.pick(NAMES)
     timed = d.int(1, (steps + 1) // 2)
     plain = steps + 1 - 2 * timed
@@ -59,6 +61,8 @@ _LADDERS = (
 
 def unit_conversion(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     # Converting down k levels costs k multiplications plus one addition per extra amount given.
+    """Problem family (unit_conversion): amounts in larger units converted down a unit ladder; exactly ``steps``
+    operations through ``w``. Returns (question text, exact answer)."""
     usable = [ladder for ladder in _LADDERS if 2 * (len(ladder[0]) - 1) >= steps]
     units, templates = d.pick(usable)
     depth = len(units) - 1
@@ -83,6 +87,8 @@ INGREDIENTS = ("flour", "sugar", "milk", "oats", "rice", "yogurt", "cocoa", "but
 
 
 def recipe_scaling(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (recipe_scaling): ingredient amounts scaled to another number of servings or guests; exactly
+    ``steps`` operations through ``w``. Returns (question text, exact answer)."""
     guests = steps % 2 == 1
     count = (steps - 1) // 2 if guests else steps // 2
     items = d.sample(INGREDIENTS, max(count, 1))
@@ -110,6 +116,8 @@ def recipe_scaling(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
 
 
 def mixtures(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (mixtures): solutions of given percentages mixed; asks the liters of the pure liquid; exactly
+    ``steps`` operations through ``w``. Returns (question text, exact answer)."""
     add_pure = steps % 2 == 0
     count = (steps + 1) // 2 if not add_pure else steps // 2
     liquid = d.pick(("juice", "alcohol", "salt", "vinegar", "syrup"))
@@ -133,6 +141,8 @@ CHORES = ("cleaning the kitchen", "doing homework", "practicing piano", "cooking
 
 
 def task_time(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (task_time): tasks in minutes and hours; asks the total minutes; exactly ``steps`` operations
+    through ``w``. Returns (question text, exact answer)."""
     name = d.pick(NAMES)
     tasks, ops = [], -1  # n tasks need n-1 additions
     while ops < steps:
@@ -171,6 +181,8 @@ def task_time(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
 
 
 def work_together(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (work_together): workers with their own times for one job; asks the joint rate or time; exactly
+    ``steps`` operations through ``w``. Returns (question text, exact answer)."""
     invert = steps % 2 == 0 and steps >= 4  # the time for the whole job together
     count = steps // 2 if invert else max(1, (steps - 1) // 2)
     workers = names(d, count)
@@ -202,6 +214,8 @@ def work_together(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
 
 def trains(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     # extra steps beyond gap ÷ closing speed: sections (+1 or +2), relative speed (+1), minutes (+1), delay (+2)
+    """Problem family (trains): two trains closing a gap; asks when they meet; exactly ``steps`` operations through
+    ``w``. Returns (question text, exact answer)."""
     plans = [
         (sections, relative, minutes, delay)
         for sections in (0, 1, 2)
@@ -257,6 +271,8 @@ def trains(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
 
 
 def fencing(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (fencing): rectangular gardens to fence; asks the meters or the cost; exactly ``steps`` operations
+    through ``w``. Returns (question text, exact answer)."""
     gardens = 2 if steps >= 5 else 1
     extras = steps - 2 - 3 * (gardens - 1)  # price, gate, coupon in that order
     sizes = [(d.int(4, 30), d.int(3, 20)) for _ in range(gardens)]
@@ -285,6 +301,8 @@ def fencing(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
 
 def painting(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     # ops: 2 for the wall area, windows 0/2/3, coats 0/1, liters 0/1, cost 0/1 (coats and cost need liters)
+    """Problem family (painting): a wall to paint, less windows; asks the area, the paint or its cost; exactly ``steps``
+    operations through ``w``. Returns (question text, exact answer)."""
     plans = [
         (windows, coats, liters, cost)
         for windows in (0, 2, 3)
@@ -321,6 +339,8 @@ def painting(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
 
 
 def reading(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
+    """Problem family (reading): a reading plan in phases; asks the pages left or the days to finish; exactly ``steps``
+    operations through ``w``. Returns (question text, exact answer)."""
     name = d.pick(NAMES)
     phases = steps // 2
     finish = steps % 2 == 1

@@ -111,9 +111,12 @@ class Backend:
 
     @classmethod
     def available(cls) -> bool:
+        """Whether this backend can run on this machine (cheap; may probe once)."""
         raise NotImplementedError
 
     def run(self, code: str, stdin: str | bytes = "", limits: Limits | None = None) -> Result:
+        """Run ``code`` as a Python program fed ``stdin`` under ``limits``; returns the :class:`Result` (never raises
+        for the program's own failures)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -122,6 +125,9 @@ class Backend:
 
 @dataclass
 class Captured:
+    """What a supervised process left: its output (bytes), exit code, whether it timed out or wrote too much, and
+    wall/CPU seconds."""
+
     stdout: bytes
     stderr: bytes
     returncode: int
@@ -210,10 +216,12 @@ def kill_process_group(proc: subprocess.Popen) -> None:
 
 
 def as_bytes(data: str | bytes) -> bytes:
+    """``data`` as bytes (str encoded as UTF-8, lone surrogates kept)."""
     return data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
 
 
 def decode(data: bytes) -> str:
+    """Program output as text (invalid UTF-8 replaced)."""
     return data.decode("utf-8", errors="replace")
 
 

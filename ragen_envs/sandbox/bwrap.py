@@ -71,6 +71,7 @@ class BwrapBackend(Backend):
 
     @classmethod
     def available(cls) -> bool:
+        """Backend protocol's available: whether bubblewrap works here (probed once)."""
         return _probe()
 
     def command(
@@ -119,6 +120,8 @@ class BwrapBackend(Backend):
         ]  # fmt: skip
 
     def run(self, code: str, stdin: str | bytes = "", limits: Limits | None = None) -> Result:
+        """Backend protocol's run: execute ``code`` as a Python program fed ``stdin``, under ``limits`` (default
+        :class:`Limits`), in a fresh bubblewrap sandbox; returns the :class:`Result`."""
         limits = limits or Limits()
         slot = UidSlot() if self.is_root else None
         uid = slot.uid if slot else os.getuid()

@@ -126,6 +126,7 @@ class Cgroup:
 
     @property
     def label(self) -> str:
+        """How results name this enforcement, e.g. ``cgroup-v2 memory+pids``."""
         return f"cgroup-{self.version} memory+pids"
 
     def join(self) -> None:

@@ -136,6 +136,7 @@ class DockerBackend(Backend):
 
     @classmethod
     def available(cls) -> bool:
+        """Backend protocol's available: whether a Docker engine answers (at ``DOCKER_HOST`` if set)."""
         return _engine_reachable(os.environ.get("DOCKER_HOST", ""))
 
     def _ensure_image(self) -> None:
@@ -159,6 +160,8 @@ class DockerBackend(Backend):
                 pass
 
     def run(self, code: str, stdin: str | bytes = "", limits: Limits | None = None) -> Result:
+        """Backend protocol's run: execute ``code`` as a Python program fed ``stdin``, under ``limits`` (default
+        :class:`Limits`), in a fresh Docker container; returns the :class:`Result`."""
         docker = _import_docker()
         limits = limits or Limits()
         environment = {
@@ -293,6 +296,7 @@ class DockerBackend(Backend):
         )
 
     def close(self) -> None:
+        """Backend protocol's close: close the Docker client."""
         self.client.close()
 
 

@@ -25,6 +25,7 @@ def _limit(which, soft, hard=None):
 
 
 def main():
+    """Sandbox entry point: set the rlimits from ``argv`` (soft = hard), then run the program as ``__main__``."""
     cpu_s, memory, processes, file_bytes, open_files = (int(x) for x in sys.argv[1:6])
     program = sys.argv[6]
     # soft = hard: the kernel then SIGKILLs at the limit (a soft-limit SIGXCPU is ignored by a pid-1 program)

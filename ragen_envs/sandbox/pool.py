@@ -126,6 +126,7 @@ class PoolBackend(Backend):
 
     @classmethod
     def available(cls) -> bool:
+        """Backend protocol's available: wherever the bubblewrap backend is."""
         return BwrapBackend.available()
 
     def _spawn(self) -> None:
@@ -142,6 +143,9 @@ class PoolBackend(Backend):
             self._spawn()
 
     def run(self, code: str, stdin: str | bytes = "", limits: Limits | None = None) -> Result:
+        """Backend protocol's run: execute ``code`` as a Python program fed ``stdin``, under ``limits`` (default
+        :class:`Limits`), in an idle warm sandbox of the pool; returns the :class:`Result`. Raises ``RuntimeError`` once
+        closed."""
         if self._closed:
             raise RuntimeError("the sandbox pool is closed")
         limits = limits or Limits()
@@ -249,6 +253,7 @@ class PoolBackend(Backend):
         )
 
     def close(self) -> None:
+        """Backend protocol's close: kill every pool member (further runs raise)."""
         self._closed = True
         with self._lock:
             members = list(self._members)

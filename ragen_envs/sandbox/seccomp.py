@@ -78,6 +78,7 @@ def machine() -> str | None:
 
 
 def available() -> bool:
+    """Whether there is a syscall filter for this machine's ABI."""
     return machine() is not None
 
 

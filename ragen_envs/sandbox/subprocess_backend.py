@@ -33,9 +33,12 @@ class UnsafeSubprocessBackend(Backend):
 
     @classmethod
     def available(cls) -> bool:
+        """Backend protocol's available: always (it only needs a subprocess)."""
         return True
 
     def run(self, code: str, stdin: str | bytes = "", limits: Limits | None = None) -> Result:
+        """Backend protocol's run: execute ``code`` as a Python program fed ``stdin``, under ``limits`` (default
+        :class:`Limits`), in a plain subprocess with rlimits only (not a sandbox: results say ``unsafe``)."""
         limits = limits or Limits()
         with tempfile.TemporaryDirectory(prefix="ragen-unsafe-") as work:
             launcher = os.path.join(work, "launcher.py")

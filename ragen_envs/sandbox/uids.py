@@ -42,6 +42,7 @@ class UidSlot:
         raise RuntimeError(f"all {SLOTS} sandbox uids are in use")
 
     def release(self) -> None:
+        """Give the uid back (idempotent)."""
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1

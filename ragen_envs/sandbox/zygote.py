@@ -178,6 +178,7 @@ def _reset(modes):
 
 
 def main():
+    """Sandbox pid-1 entry point: serve jobs from the channel until it closes, resetting the member after every job."""
     _undumpable()
     chan = socket.socket(fileno=CHANNEL)
     modes = {folder: os.lstat(folder).st_mode for folder in FOLDERS}

@@ -11,6 +11,7 @@ from ragen_envs.serve import INSTALL_HINT
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse ``python -m ragen_envs.serve``'s command line."""
     p = argparse.ArgumentParser(prog="python -m ragen_envs.serve", description=__doc__.split(":", 1)[1].strip())
     p.add_argument("--env", required=True, help="a registered id, e.g. ragen/Sokoban-v0 (or Sokoban-v0)")
     p.add_argument("--env-kwargs", default="{}", help="JSON object passed to gym.make, e.g. '{\"max_turns\": 5}'")
@@ -26,6 +27,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m ragen_envs.serve``: check the env and options, then serve until stopped; exit code 2 on a bad option
+    or a missing extra."""
     args = parse_args(argv)
     try:
         env_kwargs = json.loads(args.env_kwargs)

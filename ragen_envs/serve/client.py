@@ -84,6 +84,8 @@ class Client:
 
     # ---- Gymnasium-shaped calls -------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, episode_id: str | None = None) -> tuple[str, dict[str, Any]]:
+        """Gymnasium's reset, over the socket: returns (observation text, info). Raises :class:`ServerError` or
+        :class:`ServerGone`."""
         data: dict[str, Any] = {"seed": seed}
         if episode_id is not None:
             data["episode_id"] = episode_id
@@ -91,6 +93,8 @@ class Client:
         return payload["observation"]["text"], payload["observation"]["info"]
 
     def step(self, response: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Gymnasium's step, over the socket: play the model's text; returns (observation, reward, terminated,
+        truncated, info). Raises ``TypeError`` for a non-str."""
         if not isinstance(response, str):
             raise TypeError(f"step() takes the model's text (a str), got {type(response).__name__}")
         payload = self._request({"type": "step", "data": {"response": response}}, "step")
@@ -98,9 +102,11 @@ class Client:
         return obs["text"], payload["reward"], obs["terminated"], obs["truncated"], obs["info"]
 
     def state(self) -> dict[str, Any]:
+        """OpenEnv's state message: where the session's episode stands, as the server reports it."""
         return self._request({"type": "state"}, "state")
 
     def close(self) -> None:
+        """End the session and close the connection (idempotent; a server already gone is fine)."""
         ws, self._ws = self._ws, None
         if ws is None:
             return

@@ -55,6 +55,7 @@ class RagenEnvironment(Environment[RagenAction, RagenObservation, RagenState]):
         self._state = RagenState(env_id=env_id)
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> RagenObservation:
+        """OpenEnv's Environment.reset: start an episode from ``seed`` (``episode_id`` defaults to a fresh uuid)."""
         text, info = self.env.reset(seed=seed)
         self._state = RagenState(
             env_id=self.env_id, episode_id=episode_id or uuid.uuid4().hex, seed=seed, needs_reset=False
@@ -62,6 +63,7 @@ class RagenEnvironment(Environment[RagenAction, RagenObservation, RagenState]):
         return RagenObservation(text=text, info=info, reward=None, done=False)
 
     def step(self, action: RagenAction, timeout_s: float | None = None, **kwargs: Any) -> RagenObservation:
+        """OpenEnv's Environment.step: play one response; the observation carries reward, done and info."""
         text, reward, terminated, truncated, info = self.env.step(action.response)
         state = self._state
         state.step_count += 1
@@ -78,7 +80,9 @@ class RagenEnvironment(Environment[RagenAction, RagenObservation, RagenState]):
 
     @property
     def state(self) -> RagenState:
+        """OpenEnv's Environment.state: the current :class:`RagenState`."""
         return self._state
 
     def close(self) -> None:
+        """OpenEnv's Environment.close: close the wrapped env."""
         self.env.close()

@@ -47,6 +47,8 @@ class BadRequest(ValueError):
 
 @dataclass(frozen=True)
 class Request:
+    """One parsed client message: its ``type`` and its ``data`` object."""
+
     type: str
     data: dict[str, Any]
 
@@ -135,9 +137,11 @@ def _check_step(data: Any) -> None:
 
 
 def error_message(code: str, message: str) -> str:
+    """The JSON text of an ``error`` message with ``code`` and ``message``."""
     return json.dumps({"type": "error", "data": {"code": code, "message": message}})
 
 
 def reply(kind: str, data: dict[str, Any]) -> str:
     # json, not pydantic's dumper: it keeps floats exactly (repr round-trips) and escapes lone surrogates.
+    """The JSON text of a ``kind`` message carrying ``data`` (floats kept exactly)."""
     return json.dumps({"type": kind, "data": data})

@@ -42,6 +42,9 @@ log = logging.getLogger("ragen_envs.serve")
 
 @dataclass(frozen=True)
 class ServeConfig:
+    """How ``python -m ragen_envs.serve`` serves an env: the env, the address, the session limit, timeouts (seconds) and
+    the message size cap; checked on construction (``ValueError``)."""
+
     env_id: str
     """A registered ``ragen/*`` id."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)

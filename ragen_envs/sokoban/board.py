@@ -49,6 +49,7 @@ class Level:
 
     @property
     def solution_moves(self) -> int:
+        """The length of the stored solution (optimal only when ``optimal``)."""
         return len(self.solution)
 
     @property

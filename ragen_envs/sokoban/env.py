@@ -104,7 +104,7 @@ def _room_shape(room_size: Any) -> tuple[int, int]:
     raise ValueError(f"room_size must be an int or a (rows, cols) pair, got {room_size!r}{hint}")
 
 
-class SokobanEnv(TextEnv):
+class SokobanEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     example_answer = "Right || Up"
 

@@ -31,6 +31,7 @@ class SolveResult:
 
     @property
     def solved(self) -> bool:
+        """Whether the search found an optimal solution."""
         return self.status == "solved"
 
 

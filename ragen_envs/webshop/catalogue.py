@@ -48,6 +48,7 @@ class Product:
 
     @property
     def option_dict(self) -> dict[str, tuple[str, ...]]:
+        """The product's options as ``{group: values}``."""
         return dict(self.options)
 
     def search_text(self) -> str:

@@ -61,7 +61,7 @@ def canonical_query(raw: str) -> str:
     return " ".join(_QUERY_WORD.findall(raw[: MAX_QUERY_CHARS * 4].lower()))[:MAX_QUERY_CHARS].strip()
 
 
-class WebShopEnv(TextEnv):
+class WebShopEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     action_separator = None
     example_answer = "search[waterproof hiking jacket]"
@@ -103,6 +103,7 @@ class WebShopEnv(TextEnv):
         return self._transport
 
     def close(self) -> None:
+        """Gymnasium's close: close the transport (and the shop server it started, if any)."""
         if self._transport is not None:
             self._transport.close()
             self._transport = None

@@ -33,6 +33,7 @@ def satisfies(product: Product, task: Task) -> bool:
 
 
 def candidate_queries(task: Task) -> list[str]:
+    """The queries the oracle tries, in order: task query with its attributes, the query alone, the product title."""
     return [" ".join((task.query, *task.attributes)), task.query, task.product.title.lower()]
 
 

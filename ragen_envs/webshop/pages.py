@@ -36,6 +36,8 @@ class Element:
 
 @dataclass(frozen=True)
 class Page:
+    """One shop page: its kind, its elements in display order, its version, and the reward on the ``done`` page."""
+
     kind: str
     elements: tuple[Element, ...]
     version: int = 0
@@ -45,6 +47,7 @@ class Page:
 
     @property
     def has_search(self) -> bool:
+        """Whether the page has a search box."""
         return any(e.kind == "search" for e in self.elements)
 
     def text(self) -> str:
@@ -60,6 +63,7 @@ class Page:
         return [e.text for e in self.elements if e.kind == "product"]
 
     def option_groups(self) -> dict[str, list[Element]]:
+        """The page's option elements by option group, in display order."""
         groups: dict[str, list[Element]] = {}
         for e in self.elements:
             if e.kind == "option":
@@ -68,10 +72,12 @@ class Page:
 
 
 def text(s: str) -> Element:
+    """A plain text element."""
     return Element("text", s)
 
 
 def button(label: str) -> Element:
+    """A button element, clicked by its lowercased label."""
     return Element("button", label, key=label.lower())
 
 

@@ -43,9 +43,11 @@ class RewardBreakdown:
 
     @property
     def success(self) -> bool:
+        """Whether the purchase earned the full reward 1."""
         return self.reward == 1.0
 
     def as_dict(self) -> dict:
+        """The breakdown as a plain dict of its fields."""
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 

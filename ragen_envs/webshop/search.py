@@ -62,6 +62,7 @@ def cache_dir() -> Path:
 
 
 def index_path(tier: str) -> Path:
+    """Where the search index of catalogue ``tier`` is cached (versioned by catalogue and search code)."""
     return cache_dir() / f"webshop-{tier}-c{CATALOGUE_VERSION}-s{SEARCH_VERSION}"
 
 

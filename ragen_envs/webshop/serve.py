@@ -41,12 +41,16 @@ _SESSION_ID = re.compile(r"[0-9a-f]{32}")
 
 @dataclass
 class Session:
+    """One live shop session: its state, the lock its requests take, and when it was last used (monotonic seconds)."""
+
     state: ShopState
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_used: float = field(default_factory=time.monotonic)
 
 
 class HttpError(Exception):
+    """A request the server answers with HTTP ``status`` and a one-line ``message``."""
+
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
@@ -87,6 +91,7 @@ class ShopServer:
 
     @property
     def url(self) -> str:
+        """The server's base URL, ``http://host:port/``."""
         host, port = self._httpd.server_address[:2]
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{port}/"
@@ -100,6 +105,7 @@ class ShopServer:
         return self
 
     def close(self) -> None:
+        """Stop serving, close the socket and join the background threads."""
         self._stop.set()
         self._httpd.shutdown()
         self._httpd.server_close()
@@ -128,6 +134,8 @@ class ShopServer:
             self.reap()
 
     def create_session(self, task_id: int) -> str:
+        """Start a session on task ``task_id``; returns its id (32 hex digits). Raises :class:`HttpError` 429 at the
+        session limit."""
         state = new_state(self.shop, task_id)
         with self._lock:
             if len(self.sessions) >= self.max_sessions:
@@ -141,6 +149,7 @@ class ShopServer:
         return sid
 
     def session(self, sid: str) -> Session:
+        """The live session ``sid``; raises :class:`HttpError` 400 for a malformed id, 404 for an unknown one."""
         if not _SESSION_ID.fullmatch(sid):
             raise HttpError(400, f"malformed session id {sid[:40]!r}: expected 32 hex digits")
         with self._lock:
@@ -151,6 +160,7 @@ class ShopServer:
         return found
 
     def close_session(self, sid: str) -> None:
+        """End session ``sid``; raises :class:`HttpError` like :meth:`session`."""
         self.session(sid)
         with self._lock:
             self.sessions.pop(sid, None)
@@ -349,6 +359,7 @@ def _only(method: str, *allowed: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m ragen_envs.webshop.serve``: serve the shop until SIGTERM or Ctrl-C; exit code 2 on a bad option."""
     parser = argparse.ArgumentParser(prog="python -m ragen_envs.webshop.serve", description=__doc__.splitlines()[0])
     parser.add_argument("--tier", default="1k", choices=tuple(TIERS), help="catalogue size")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (loopback unless --allow-remote)")

@@ -49,6 +49,7 @@ class Shop:
         return search_index(self.tier)
 
     def task(self, task_id: int) -> Task:
+        """Task ``task_id`` of this shop's tier."""
         return _task(self.tier, task_id)
 
     def search(self, query: str) -> tuple[int, ...]:
@@ -102,6 +103,7 @@ class ShopState:
 
     @property
     def done(self) -> bool:
+        """Whether the episode is over (the purchase page was reached)."""
         return self.page == "done"
 
 
@@ -114,6 +116,7 @@ class Outcome:
 
 
 def new_state(shop: Shop, task_id: int) -> ShopState:
+    """A fresh session state on the search page for task ``task_id``."""
     return ShopState(task=shop.task(task_id))
 
 

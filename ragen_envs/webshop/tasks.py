@@ -40,10 +40,12 @@ class Task:
 
     @property
     def query(self) -> str:
+        """The search query that finds the target product."""
         return self.product.query
 
     @property
     def option_values(self) -> tuple[str, ...]:
+        """The wanted option values, in option-group order."""
         return tuple(value for _, value in self.options)
 
 
@@ -53,6 +55,7 @@ def task_id_for_seed(seed: int) -> int:
 
 
 def draw_task_id(rng: np.random.Generator) -> int:
+    """A task id in [0, 2**31) drawn from ``rng``."""
     return int(rng.integers(TASK_ID_HIGH))
 
 

@@ -23,18 +23,22 @@ class InProcessTransport:
         self.state: ShopState | None = None
 
     def start(self, task_id: int) -> Page:
+        """Start task ``task_id``; returns the search page."""
         self.state = new_state(self.shop, task_id)
         return build_page(self.shop, self.state)
 
     def search(self, query: str) -> Page:
+        """``search[query]``; returns the page shown after it."""
         search(self.shop, self.state, query)
         return build_page(self.shop, self.state)
 
     def click(self, key: str) -> Page:
+        """``click[key]``; returns the page shown after it."""
         click(self.shop, self.state, key)
         return build_page(self.shop, self.state)
 
     def close(self) -> None:
+        """Drop the session state."""
         self.state = None
 
 
@@ -110,6 +114,8 @@ class HttpTransport:
         return self._parsed.page
 
     def start(self, task_id: int) -> Page:
+        """Open a session on task ``task_id`` (ending any previous one); returns its first page. Raises
+        :class:`ShopHTTPError`."""
         self._end_session()
         status, body, location = self._request("POST", f"/new?{urlencode({'task': task_id})}")
         if status != 303 or not location:
@@ -118,12 +124,14 @@ class HttpTransport:
         return self._go(self._session_path + "/")
 
     def search(self, query: str) -> Page:
+        """Submit the page's search form; returns the next page (the same page when it has no search box)."""
         action = self._parsed.search_action
         if action is None:
             return self._parsed.page
         return self._go(f"{action}?{urlencode({'q': query, 'v': self._parsed.page.version})}")
 
     def click(self, key: str) -> Page:
+        """Follow the link of element ``key``; returns the next page (the same page when there is no such link)."""
         href = self._parsed.links.get(key)
         if href is None:
             return self._parsed.page
@@ -138,6 +146,7 @@ class HttpTransport:
             self._session_path = None
 
     def close(self) -> None:
+        """End the session, close the connection and stop the server this transport started, if any."""
         if self._conn is not None:
             self._end_session()
             self._conn.close()
