@@ -39,4 +39,3 @@ def test_everything_from_outside_stays_text():
     assert '<a href="https://example.org">ok</a>' in body and '<a href="summary.json">local</a>' in body
     assert "<a>bad</a>" in body and '<span class="plot">[plot: mi_entropy.png]</span>' in body
     assert "<title>T &lt;b&gt;</title>" in page
-
