@@ -32,7 +32,8 @@ TOKEN_NORMALISED_LOSSES = ("dapo", "bnpo", "cispo")
 
 class SNRFilterGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` plus ``filter_*`` arguments, the fields of ``PPOConfig`` and ``select_groups``
-    (``filter_mode="top_p"``, ``filter_value=0.9`` as in RAGEN-2; ``top_p`` with value ≥ 1 keeps everything)."""
+    (``filter_mode="top_p"``, ``filter_value=0.9`` as in RAGEN-2; ``top_p`` with value ≥ 1 still drops zero-spread groups, as RAGEN's
+    rule does; keeping everything needs ``filter_include_zero=True`` too)."""
 
     def __init__(
         self,
