@@ -3,13 +3,13 @@
 Two ways to run it (neither is part of the test command):
 
     python -m pytest benchmarks/bench_envs.py --benchmark-only        # pytest-benchmark tables
-    /tmp/bench-frozen/bin/python benchmarks/bench_envs.py --rounds 9  # side by side, with ratios
+    .venv-bench-frozen/bin/python benchmarks/bench_envs.py --rounds 9  # side by side, with ratios
 
 The second form interleaves the contenders round by round on the same (shared) CPU and prints the median
 rate of each plus the ratio ours / peer. Rates are per second of the process's CPU time by default
 (``--clock wall`` for elapsed time): with other jobs on the cores, wall time mostly measures the scheduler. TextArena is never our dependency: install it into a separate venv
-that also sees this package (``python3 -m venv /tmp/bench-frozen --system-site-packages &&
-/tmp/bench-frozen/bin/pip install textarena``). Without it, its perf-anchors.md figures are printed instead.
+that also sees this package (``python3 -m venv .venv-bench-frozen --system-site-packages &&
+.venv-bench-frozen/bin/pip install textarena``). Without it, its perf-anchors.md figures are printed instead.
 
 Workloads (each step is one model response):
 

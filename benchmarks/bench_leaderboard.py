@@ -17,7 +17,7 @@ samples per env. For each (env, agent) three contenders are timed side by side, 
 - ``verify``: :func:`leaderboard.verify.verify` on a packed single-env submission: unpack, hash, parse,
   replay, recompute the summary with the harness's metric functions.
 
-Target (issue 9): >= 1,000 Sokoban episodes verified per second on one core.
+Target: >= 1,000 Sokoban episodes verified per second on one core.
 """
 
 from __future__ import annotations

@@ -4,12 +4,12 @@ parser beside RAGEN-style plain ``eval``, and MathWord generation.
 Two ways to run it (neither is part of the test command):
 
     python -m pytest benchmarks/bench_math.py --benchmark-only          # pytest-benchmark tables
-    /tmp/bench-math/bin/python benchmarks/bench_math.py --rounds 7      # side by side, with ratios
+    .venv-bench-math/bin/python benchmarks/bench_math.py --rounds 7      # side by side, with ratios
 
 The second form interleaves the contenders round by round on the same (shared) CPU and prints the median
 rate of each plus the ratios. reasoning-gym is never our dependency: install it into a separate venv that
-also sees this package (``python3 -m venv /tmp/bench-math --system-site-packages &&
-/tmp/bench-math/bin/pip install reasoning-gym``). Without it its perf-anchors.md figure (139/s) is used.
+also sees this package (``python3 -m venv .venv-bench-math --system-site-packages &&
+.venv-bench-math/bin/pip install reasoning-gym``). Without it its perf-anchors.md figure (139/s) is used.
 
 Workloads:
 

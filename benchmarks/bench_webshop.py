@@ -5,7 +5,7 @@ Two ways to run it (neither is part of the test command):
     python -m pytest benchmarks/bench_webshop.py --benchmark-only   # pytest-benchmark tables (1k/10k)
     python benchmarks/bench_webshop.py [--tiers 1k,10k,100k] [--fts5]   # the full report, with targets
 
-Targets (issue 5): search p99 ≤ 5 ms at 100k products; in-process step ≥ 2,000/s at 10k; a cold start of the
+Targets: search p99 ≤ 5 ms at 100k products; in-process step ≥ 2,000/s at 10k; a cold start of the
 10k tier (fresh interpreter → first observation, index already cached) ≤ 3 s.
 
 The peer, princeton-nlp/WebShop, cannot run here: it needs a JDK for pyserini/Lucene and a Google-Drive

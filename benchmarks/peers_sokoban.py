@@ -2,9 +2,9 @@
 
 Peers are never our dependencies: install them into a separate venv that also sees this package, e.g.
 
-    python3 -m venv /tmp/bench-sokoban --system-site-packages
-    /tmp/bench-sokoban/bin/pip install gym-sokoban textarena reasoning-gym
-    /tmp/bench-sokoban/bin/python benchmarks/peers_sokoban.py [--rounds 5]
+    python3 -m venv .venv-bench-sokoban --system-site-packages
+    .venv-bench-sokoban/bin/pip install gym-sokoban textarena reasoning-gym
+    .venv-bench-sokoban/bin/python benchmarks/peers_sokoban.py [--rounds 5]
 
 Measured (median over rounds, each round timing a batch of each contender back to back):
 
