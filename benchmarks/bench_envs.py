@@ -9,7 +9,7 @@ The second form interleaves the contenders round by round on the same (shared) C
 rate of each plus the ratio ours / peer. Rates are per second of the process's CPU time by default
 (``--clock wall`` for elapsed time): with other jobs on the cores, wall time mostly measures the scheduler. TextArena is never our dependency: install it into a separate venv
 that also sees this package (``python3 -m venv .venv-bench-frozen --system-site-packages &&
-.venv-bench-frozen/bin/pip install textarena``). Without it, its perf-anchors.md figures are printed instead.
+.venv-bench-frozen/bin/pip install textarena``). Without it, its reference figures (docs/benchmarks.md) are printed instead.
 
 Workloads (each step is one model response):
 
@@ -38,7 +38,7 @@ from ragen_envs.frozen_lake import ACTIONS, bfs_layers, shortest_actions
 EPISODES = 300
 RESETS = 2000
 ANCHORS = {"textarena frozenlake step": 28_600.0, "textarena frozenlake reset(seed)": 19_900.0}
-"""perf-anchors.md figures (steps or resets per second), shown when TextArena is not installed."""
+"""Peer reference figures (docs/benchmarks.md; steps or resets per second), shown when TextArena is not installed."""
 
 
 def _think(answer: str) -> str:
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             calls = run()
             rates[name].append(calls / (clock() - start))
     median = {name: statistics.median(values) for name, values in rates.items()}
-    source = "measured" if have_textarena else "perf-anchors.md (textarena not installed)"
+    source = "measured" if have_textarena else "the reference figures in docs/benchmarks.md (textarena not installed)"
     for name, value in ANCHORS.items():
         median.setdefault(name, value)
     print(f"per second of {args.clock} time, {args.rounds} interleaved rounds")

@@ -9,7 +9,7 @@ Two ways to run it (neither is part of the test command):
 The second form interleaves the contenders round by round on the same (shared) CPU and prints the median
 rate of each plus the ratios. reasoning-gym is never our dependency: install it into a separate venv that
 also sees this package (``python3 -m venv .venv-bench-math --system-site-packages &&
-.venv-bench-math/bin/pip install reasoning-gym``). Without it its perf-anchors.md figure (139/s) is used.
+.venv-bench-math/bin/pip install reasoning-gym``). Without it its reference figure in docs/benchmarks.md (139/s) is used.
 
 Workloads:
 
@@ -45,7 +45,7 @@ RG_GENERATE = 40
 CHECKS = 2000
 WORD = 5000
 ANCHORS = {"reasoning-gym countdown generate": 139.0}
-"""perf-anchors.md figure (problems per second), shown when reasoning-gym is not installed."""
+"""Peer reference figure (docs/benchmarks.md; problems per second), shown when reasoning-gym is not installed."""
 
 
 # ---- workloads: each returns (setup, run); run() does the batch and returns how many items it made ---------------
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'contender':38} {'median /s':>12} {'min /s':>12} {'max /s':>12}")
     for name, values in rates.items():
         print(f"{name:38} {median[name]:12,.0f} {min(values):12,.0f} {max(values):12,.0f}")
-    source = "measured" if have_rg else "perf-anchors.md (reasoning-gym not installed)"
+    source = "measured" if have_rg else "the reference figure in docs/benchmarks.md (reasoning-gym not installed)"
     rg = median["reasoning-gym countdown generate"]
     print(f"\nratios (reasoning-gym {source}):")
     print(

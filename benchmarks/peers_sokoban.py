@@ -17,7 +17,7 @@ Measured (median over rounds, each round timing a batch of each contender back t
   and unwrapped) vs TextArena
   ``step("[up]") + get_observation()``, both on 6×6/1-box levels, one move per call.
 
-A peer that fails to import is reported as missing and its perf-anchors.md figure is shown instead.
+A peer that fails to import is reported as missing and its reference figure (docs/benchmarks.md) is shown instead.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     def ratio(ours: str, peer: str) -> str:
         if peer in med:
             return f"{med[ours] / med[peer]:.1f}x (measured side by side)"
-        return f"{med[ours] / ANCHORS[peer]:.1f}x (vs the perf-anchors figure {ANCHORS[peer]})"
+        return f"{med[ours] / ANCHORS[peer]:.1f}x (vs the reference figure {ANCHORS[peer]})"
 
     print("\nratios:")
     print(f"  generation 6x6/1   ours / gym-sokoban        {ratio('ours_gen_6x6_1', 'gym_sokoban_gen_6x6_1')}")

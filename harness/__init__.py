@@ -1,1 +1,1 @@
-"""The harness: roll agents out over ragen envs and report success, MI proxies and entropy (see DESIGN.md)."""
+"""The harness: roll agents out over ragen envs and report success, MI proxies and entropy (see docs/metrics.md)."""

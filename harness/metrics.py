@@ -4,7 +4,7 @@ Episode records are the dicts of ``episodes.jsonl`` (see :mod:`harness.records`)
 ``ValueError`` on empty input and :class:`MetricUnavailable` when the records cannot support the metric
 (e.g. token entropy from an agent that does not report it): a missing number is never written as 0.
 
-The MI proxy family (:func:`collapse_metrics`) follows DESIGN.md. ``L[i, j]`` is the mean per-token
+The MI proxy family (:func:`collapse_metrics`) follows docs/design.md. ``L[i, j]`` is the mean per-token
 log-prob of reasoning ``i`` under prompt ``j`` and ``own(i)`` the column of its own prompt:
 
 - ``matched_i = L[i, own(i)]``; ``marginal_i = logsumexp_j L[i, j] - log N`` (uniform mixture over columns)
@@ -326,7 +326,7 @@ def _retrieval(
 def collapse_metrics(
     logp_mean: Any, own_column: Any, logp_sum: Any = None, equivalent: Any = None, scored: Any = None
 ) -> dict[str, Estimate]:
-    """The MI proxy family of DESIGN.md from a cross-scoring matrix (see the module docstring).
+    """The MI proxy family of docs/design.md from a cross-scoring matrix (see the module docstring).
 
     Args:
         logp_mean: ``(M, N)``; ``[i, j]`` = mean per-token log p(reasoning i | prompt j).
@@ -339,7 +339,7 @@ def collapse_metrics(
             from its other columns. The marginal then weighs each other scored column for ``(N - 1) / (n - 1)``
             columns (an unbiased estimate of the mixture's sum inside the log; exact when rows are
             input-agnostic), and retrieval ranks the own prompt among the row's ``n`` scored columns, with
-            chance ``|equivalent ∩ scored| / n``. Omitted: every entry, the dense estimator of DESIGN.md.
+            chance ``|equivalent ∩ scored| / n``. Omitted: every entry, the dense estimator of docs/design.md.
 
     Raises ``ValueError`` for empty or mis-shaped input, NaN or +inf anywhere scored, and -inf in a row's own
     column (-inf elsewhere is a legitimate log 0, e.g. a deterministic agent under another prompt).

@@ -1,4 +1,4 @@
-"""The MI proxy family on a run's records: the two sampling schemes of DESIGN.md, scored by the agent.
+"""The MI proxy family on a run's records: the two sampling schemes of docs/design.md, scored by the agent.
 
 - **first-turn**: up to ``mi_samples`` turn-1 (prompt, reasoning) pairs drawn uniformly without replacement;
   one column per distinct env seed among them (the ``samples`` rollouts of a seed share the prompt).

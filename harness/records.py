@@ -1,4 +1,4 @@
-"""The files a run leaves behind (DESIGN.md "Files a run leaves behind") and how they are written.
+"""The files a run leaves behind (docs/harness.md) and how they are written.
 
 ``runs/<run-id>/``:
 

@@ -3,8 +3,8 @@
 Default: one thread. On an idle machine more intra-op threads make teacher forcing (the MI family) up to ~1.8x
 faster for the tiny model, but on a machine whose cores are busy with other jobs a second OpenMP thread spins at
 barriers waiting for a core it does not get: the MI family of 64 Bandit episodes took 413 s with two threads
-against 35 s with one on a shared 2-core box under load (``benchmarks/bench_threads.py``; figures in the
-README). One thread never loses by more than the idle-machine speed-up; more threads can lose 10x, and whether
+against 35 s with one on a shared 2-core box under load (``benchmarks/bench_threads.py``; figures in
+docs/benchmarks.md). One thread never loses by more than the idle-machine speed-up; more threads can lose 10x, and whether
 the cores are idle is something only the user knows (a load average lags and other jobs start later). So more threads
 are opt-in: ``--threads N``, or ``--threads auto`` for the cores idle now (a snapshot of the load average).
 The count does not change which tokens are sampled beyond float rounding of the scores.

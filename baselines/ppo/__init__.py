@@ -1,1 +1,1 @@
-"""Reference PPO/GRPO learner with SNR-aware (reward-variance) filtering; see DESIGN.md."""
+"""Reference PPO/GRPO learner with SNR-aware (reward-variance) filtering; see docs/learner.md."""

@@ -5,7 +5,7 @@ input. Groups with little reward spread contribute mostly input-agnostic regular
 cross-input differences (template collapse). Dropping them before old log-probs, values and advantages are
 computed keeps the update dominated by signal.
 
-The rule (DESIGN.md; RAGEN ``RewardRolloutFilter``):
+The rule (docs/design.md; RAGEN ``RewardRolloutFilter``):
   spread_g = std(returns[g], ddof=1)  (or the variance), on RAW episode returns, format penalties included;
   zero-spread groups (|spread| ≤ 1e-10) are dropped unless ``include_zero`` (also with ``top_p`` ≥ 1);
   ``top_p`` linear: sort by spread, descending (ties keep group order); threshold = ``value · total − eps``; take

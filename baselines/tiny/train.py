@@ -10,7 +10,7 @@ pre-filled ``<think>``, the way the model is prompted at rollout time), evaluate
 Determinism: one seed drives the data (env seeds and perturbations), the initial weights and the batch
 order; ``torch.use_deterministic_algorithms(True)`` and a fixed thread count (``--threads``, default 1:
 matmul reductions may be ordered differently with more threads) make two runs byte-identical.
-``training_log.json`` records the runtime; see the README for the figures.
+``training_log.json`` records the runtime; see docs/benchmarks.md for the figures.
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def test_reasoning_copies_the_players_cell(greedy, env_id):
 def test_bandit_reasoning_names_the_bold_arm_on_screen(greedy):
     """In Bandit the reasoning names the bold arm actually on screen and pulls it: it depends on the input.
     (The cautious arm it names correctly only now and then, 2 of these 12 times: it often writes a frequent
-    training name instead, a partly templated sentence; see the README.)"""
+    training name instead, a partly templated sentence; see docs/agents.md.)"""
     import gymnasium as gym
 
     env = gym.make("ragen/Bandit-v0")

@@ -14,7 +14,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "baselines" / "tiny" / "model"
 
 
 def ragen_family(L: np.ndarray, Lsum: np.ndarray, col: np.ndarray, equivalent: np.ndarray) -> dict[str, float]:
-    """RAGEN's ``CollapseDetector`` formulas (DESIGN.md; the paper digest), written out independently in torch."""
+    """RAGEN's ``CollapseDetector`` formulas (docs/design.md), written out independently in torch."""
     import torch
 
     out = {}

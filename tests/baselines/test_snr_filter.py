@@ -1,4 +1,4 @@
-"""select_groups on hand-worked cases for every mode (DESIGN.md's rule), RAGEN's edge cases one test each."""
+"""select_groups on hand-worked cases for every mode (the rule in docs/design.md), RAGEN's edge cases one test each."""
 
 import numpy as np
 import pytest

@@ -27,7 +27,7 @@ def _texts(fig):
 
 
 def test_the_random_cluster_at_mi_zero_stays_readable():
-    # an input-agnostic agent puts every env at the same spot (MI ~ 0, H(Z) ~ 3.8): the README points users there
+    # an input-agnostic agent puts every env at the same spot (MI ~ 0, H(Z) ~ 3.8): the front page's figure points users there
     points = [("random", env, 3.8 + 0.01 * i, 0.0) for i, env in enumerate(ENVS)]
     points += [("oracle", env, 2.0 + 0.1 * i, 2.0 + 0.1 * i) for i, env in enumerate(ENVS)]
     points += [("tiny", env, 3.0, 0.02) for env in ENVS]
