@@ -126,9 +126,9 @@ def run_trl_native(env_id: str, rounds: int, tokens: int, out: Path, trl_rows: i
 
     from baselines.env_check import first_turn_chat
     from baselines.ppo.config import preset
-    from baselines.ppo.rollout import render_text
     from baselines.ppo.trainer import Trainer
     from harness.agents.base import Context
+    from harness.transcript import render_prompt
 
     torch.set_num_threads(1)
     tokenizer = AutoTokenizer.from_pretrained(MODEL)
@@ -144,7 +144,7 @@ def run_trl_native(env_id: str, rounds: int, tokens: int, out: Path, trl_rows: i
     rows = []
     for seed in range(PROMPTS * rounds):  # the same rendered prompt (chat template + prefill) as the learner's
         messages, prefill = first_turn_chat(env_id, env_kwargs, seed)
-        rows.append({"prompt": render_text(tokenizer, Context(tuple(messages), prefill)), "env_seed": seed,
+        rows.append({"prompt": render_prompt(tokenizer, Context(tuple(messages), prefill)), "env_seed": seed,
                      "prefill": prefill})  # fmt: skip
 
     def env_reward(prompts, completions, env_seed, prefill, **_):

@@ -18,10 +18,11 @@ from typing import Any
 
 import gymnasium as gym
 
-from harness.agents.base import Agent, Context, EnvHandle, Request
+from harness.agents.base import Agent, EnvHandle, Request
 from harness.config import RunConfig
-from harness.prompting import build_context, prefill_for, user_message
 from harness.seeding import ResponseSeeds
+from harness.transcript import Transcript
+from ragen_envs.parsing import reasoning_of
 
 
 @dataclass(frozen=True)
@@ -62,18 +63,6 @@ def chunk_jobs(jobs: Sequence[Job], batch_size: int) -> list[list[Job]]:
     return chunks
 
 
-def reasoning_of(response: str, response_format: str) -> str | None:
-    """The reasoning text Z of a response (between the think tags, or before ``<answer>``), stripped."""
-    if response_format == "think":
-        start = response.find("<think>")
-        end = response.find("</think>", start + 7) if start >= 0 else -1
-        return response[start + 7 : end].strip() if end >= 0 else None
-    if response_format == "answer":
-        end = response.find("<answer>")
-        return response[:end].strip() if end >= 0 else None
-    return None
-
-
 class EnvPool:
     """Reusable env instances per env id (``gym.make`` is not free; a lockstep batch needs several)."""
 
@@ -92,20 +81,15 @@ class EnvPool:
 
 
 class _Episode:
-    __slots__ = ("job", "key", "env", "handle", "response_format", "prefill", "system", "exchanges", "messages",
-                 "seeds", "current", "record", "turns", "turn")  # fmt: skip
+    __slots__ = ("job", "key", "env", "handle", "response_format", "transcript", "seeds", "record", "turns")
 
     def __init__(self, job: Job, env: Any, kwargs: dict[str, Any], seed_base: int, window: int | None) -> None:
         observation, info = env.reset(seed=job.seed)
-        self.job, self.key, self.env, self.turn = job, job.key, env, 1  # key: names the episode to the agent
+        self.job, self.key, self.env = job, job.key, env  # key: names the episode to the agent
         unwrapped = env.unwrapped  # a walk down the wrapper chain: once per episode
         self.handle = EnvHandle(unwrapped)  # the side channel reads the live env, so one handle serves every turn
         self.response_format = unwrapped.response_format
-        self.prefill = prefill_for(self.response_format)
-        self.system = {"role": "system", "content": info["instructions"]}
-        self.exchanges: list[tuple[dict, dict]] = []
-        self.current = user_message(1, observation, None)
-        self.messages = [self.system, self.current]  # the full-history context, grown turn by turn
+        self.transcript = Transcript(info["instructions"], observation, self.response_format, window)
         self.seeds = ResponseSeeds(seed_base, job.env_id, job.seed, job.sample)
         self.turns: list[dict[str, Any]] = []
         self.record: dict[str, Any] = {
@@ -126,7 +110,7 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
     """Roll ``jobs`` out in lockstep with one batched ``generate`` per turn; yield each finished record.
 
     A turn's record holds its new user message (``user``), not the whole chat: the chat of every turn is
-    rebuilt from the record by :func:`harness.prompting.record_messages` (records stay linear in the episode
+    rebuilt from the record by :func:`harness.transcript.record_messages` (records stay linear in the episode
     length instead of quadratic, and the instructions are not written twice).
     """
     kwargs = {plan.env_id: plan.kwargs for plan in config.envs}
@@ -135,27 +119,24 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
     active = [_Episode(job, pool.get(job.env_id), kwargs[job.env_id], config.seed, window) for job in jobs]
     while active:
         requests = []
-        for ep in active:
-            if window is None:  # what build_context gives for the full history, without rebuilding it per turn
-                context = Context(tuple(ep.messages), ep.prefill, ep.handle)
-            else:
-                context = build_context(ep.system, ep.exchanges, ep.current, ep.prefill, window, ep.handle)
-            requests.append(Request(context, partial(ep.seeds, ep.turn), ep.key))  # the seed is derived when read
+        for ep in active:  # the seed is derived when read
+            requests.append(Request(ep.transcript.context(ep.handle), partial(ep.seeds, ep.transcript.turn), ep.key))
         generations = agent.generate(requests)
         if len(generations) != len(requests):
             raise RuntimeError(f"agent {agent.spec!r} returned {len(generations)} generations for {len(requests)}")
         still, ended = [], []
         for ep, gen in zip(active, generations):
-            response = ep.prefill + gen.text
+            transcript = ep.transcript
+            response = transcript.prefill + gen.text
             observation, reward, terminated, truncated, info = ep.env.step(response)
             entropies = gen.token_entropies
             logprobs = gen.token_logprobs
             reward = float(reward)
             ep.turns.append(
                 {
-                    "turn": ep.turn,
-                    "user": ep.current["content"],
-                    "prefill": ep.prefill,
+                    "turn": transcript.turn,
+                    "user": transcript.current["content"],
+                    "prefill": transcript.prefill,
                     "response": response,
                     "reasoning": reasoning_of(response, ep.response_format),
                     "observation": observation,
@@ -179,12 +160,7 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
                 ended.append(ep.key)
                 yield record
             else:
-                assistant = {"role": "assistant", "content": response}
-                ep.exchanges.append((ep.current, assistant))
-                ep.turn += 1
-                ep.current = user_message(ep.turn, observation, reward)
-                ep.messages.append(assistant)
-                ep.messages.append(ep.current)
+                transcript.advance(response, observation, reward)
                 still.append(ep)
         if ended:
             end_episodes(ended)

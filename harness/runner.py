@@ -30,7 +30,7 @@ from harness.backends import execute_processes, execute_ray, execute_serial
 from harness.config import RunConfig
 from harness.progress import Progress
 from harness.records import CONFIG, EPISODES, EpisodeWriter, episode_key, read_episodes, write_json_atomic
-from harness.rollout import EnvPool, Job, chunk_jobs, plan_jobs, reasoning_of, rollout_chunk
+from harness.rollout import EnvPool, Job, chunk_jobs, plan_jobs, rollout_chunk
 
 __all__ = [
     "EnvPool",
@@ -40,7 +40,6 @@ __all__ = [
     "config_document",
     "load_config",
     "plan_jobs",
-    "reasoning_of",
     "rollout_chunk",
     "run",
 ]

@@ -90,14 +90,13 @@ class Replayer:
     """
 
     def __init__(self, context_turns: int | None = None) -> None:
-        from harness.prompting import build_context, prefill_for, user_message
         from harness.records import jsonable
-        from harness.runner import reasoning_of
+        from harness.transcript import Transcript
+        from ragen_envs.parsing import reasoning_of
 
         self._envs: dict[str, Any] = {}
         self.context_turns = context_turns
-        self._build_context, self._prefill_for, self._user_message = build_context, prefill_for, user_message
-        self._jsonable, self._reasoning_of = jsonable, reasoning_of
+        self._jsonable, self._transcript, self._reasoning_of = jsonable, Transcript, reasoning_of
 
     def _env(self, env_id: str, kwargs: dict[str, Any]) -> Any:
         key = env_id + json.dumps(kwargs, sort_keys=True)
@@ -134,10 +133,8 @@ class Replayer:
         if "context_turns" in raw and raw["context_turns"] != self.context_turns:
             return f"{name}: recorded context window {raw['context_turns']!r}, the run's is {self.context_turns!r}"
         response_format = env.unwrapped.response_format
-        prefill = self._prefill_for(response_format)
-        system = {"role": "system", "content": info["instructions"]}
-        exchanges: list[tuple[dict, dict]] = []
-        current = self._user_message(1, observation, None)
+        transcript = self._transcript(info["instructions"], observation, response_format, self.context_turns)
+        prefill = transcript.prefill
         done, rewards = False, []
         for index, turn in enumerate(raw["turns"], start=1):
             where = f"{name} turn {index}"
@@ -146,11 +143,9 @@ class Replayer:
             if turn["turn"] != index:
                 return f"{where}: numbered {turn['turn']!r}"
             if "prompt" not in turn:  # format 2: the turn's new user message
-                if turn["user"] != current["content"]:
+                if turn["user"] != transcript.current["content"]:
                     return f"{where}: the recorded user message differs from the one the harness builds from the replay"
-            elif turn["prompt"] != list(
-                self._build_context(system, exchanges, current, prefill, self.context_turns).messages
-            ):
+            elif turn["prompt"] != list(transcript.context().messages):
                 return f"{where}: the recorded prompt differs from the one the harness builds (an earlier response or observation was edited)"
             response = turn["response"]
             if turn["prefill"] != prefill or not response.startswith(prefill):
@@ -177,8 +172,7 @@ class Replayer:
             rewards.append(reward)
             done = terminated or truncated
             if not done:
-                exchanges.append((current, {"role": "assistant", "content": response}))
-                current = self._user_message(index + 1, observation, reward)
+                transcript.advance(response, observation, reward)
         if not done:
             return f"{name}: the record ends after {len(raw['turns'])} turn(s) but the episode had not ended"
         final = bool(info.get("success", False))

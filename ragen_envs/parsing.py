@@ -7,6 +7,10 @@ Three response formats are supported:
 - ``"answer"``: ``<answer>actions</answer>`` anywhere in the text; reasoning is whatever precedes it.
 - ``"raw"``: the whole stripped text is the answer.
 
+This module is also the one home of the reasoning Z the collapse metrics measure (:func:`reasoning_of`), of
+the writer of responses (:func:`format_response`), of the random reasoning words scripted responses are made
+of (:data:`REASONING_VOCAB`) and of the normalisation of one action string (:func:`normalize_action`).
+
 We scan with ``str.find`` rather than a DOTALL regex: a backtracking regex over a megabyte of nested or
 unclosed tags is quadratic, and model output is hostile input.
 """
@@ -90,6 +94,31 @@ def parse_response(text: object, response_format: str = "think") -> ParsedRespon
     if not answer:
         return ParsedResponse(ok=False, thinking=thinking, error="empty answer")
     return _success(thinking, answer)
+
+
+def reasoning_of(response: str, response_format: str) -> str | None:
+    """The reasoning Z of a response, stripped: what the collapse metrics score and the records store.
+
+    ``think``: the text between the first ``<think>`` and the first ``</think>`` after it, whether or not a
+    well-formed answer follows (Z is measured even on turns whose answer the env rejects); ``answer``: the
+    text before the first ``<answer>``; ``raw`` (and any other format): no reasoning.
+
+    None means the response has no reasoning block (its tags are missing or unclosed, or the format has none);
+    ``""`` means the block is there and empty. Records keep the two apart because they are different failures
+    (a broken format against reasoning that collapsed to nothing); a reader that wants usable reasoning tests
+    truthiness, as the MI estimators do (both are left out).
+    """
+    if response_format == "think":
+        start = response.find(THINK_OPEN)
+        if start < 0:
+            return None
+        body_at = start + len(THINK_OPEN)
+        end = response.find(THINK_CLOSE, body_at)
+        return response[body_at:end].strip() if end >= 0 else None
+    if response_format == "answer":
+        end = response.find(ANSWER_OPEN)
+        return response[:end].strip() if end >= 0 else None
+    return None
 
 
 def split_actions(answer: str, separator: str | None = "||", limit: int | None = None) -> list[str]:

@@ -16,6 +16,7 @@ from ragen_envs.parsing import (
     format_instructions,
     format_response,
     parse_response,
+    reasoning_of,
     split_actions,
 )
 
@@ -138,6 +139,36 @@ def test_format_then_parse_round_trips(thinking, answer):
         assert parsed.ok and parsed.answer == answer.strip()
         if response_format == "think":
             assert parsed.thinking == thinking.strip()
+
+
+# ---- reasoning_of: the reasoning Z the collapse metrics measure ----------------------------------------------
+@pytest.mark.parametrize(
+    ("response", "response_format", "reasoning"),
+    [
+        ("<think> go left </think><answer>Left</answer>", "think", "go left"),
+        ("<think>go left</think>no answer block", "think", "go left"),  # Z is measured even when the answer fails
+        ("pre <think>a</think> <think>b</think>", "think", "a"),  # the first block
+        ("<think>a <think> b</think>", "think", "a <think> b"),
+        ("<think>\n \t</think><answer>x</answer>", "think", ""),  # present and empty
+        ("<think>never closed", "think", None),  # no block
+        ("</think><think>", "think", None),
+        ("<answer>Left</answer>", "think", None),
+        ("", "think", None),
+        (" step by step\n<answer>Left</answer>", "answer", "step by step"),
+        ("<answer>Left</answer>", "answer", ""),
+        ("no tag at all", "answer", None),
+        ("<think>a</think><answer>Left</answer>", "raw", None),  # the raw format has no reasoning
+        ("<think>a</think>", "unknown", None),
+    ],
+)
+def test_reasoning_of(response, response_format, reasoning):
+    assert reasoning_of(response, response_format) == reasoning
+
+
+@given(st.text(st.characters(blacklist_characters="<"), max_size=40), st.text(max_size=20))
+def test_reasoning_of_reads_back_what_format_response_wrote(thinking, answer):
+    assert reasoning_of(format_response(thinking, answer, "think"), "think") == thinking.strip()
+    assert reasoning_of(format_response("", answer, "answer"), "answer") == ""
 
 
 def test_format_response_rejects_unknown_formats_and_instructions_name_the_separator():

@@ -20,14 +20,8 @@ from baselines.ppo.rollout import Episode
 from harness.agents.hf import HFAgent
 from harness.agents.registry import AgentOptions
 from harness.mi import SCHEMES, collapse_for
-from harness.rollout import reasoning_of as harness_reasoning_of
 from harness.seeding import derive_seed
-
-
-def reasoning_of(text: str) -> str | None:
-    """The reasoning of a ``think``-format response (between the tags, stripped), None when absent or empty:
-    the harness's rule (:func:`harness.rollout.reasoning_of`), for callers holding raw response texts."""
-    return harness_reasoning_of(text, "think") or None
+from ragen_envs.parsing import reasoning_of
 
 
 def _response_format(config, turn) -> str:
@@ -56,7 +50,7 @@ def episode_records(episodes: list[Episode], config) -> list[dict]:
                 "prompt": list(t.context.messages),
                 "prefill": t.context.prefill,
                 "response": t.response_text,
-                "reasoning": harness_reasoning_of(t.response_text, response_format),
+                "reasoning": reasoning_of(t.response_text, response_format),
                 "reward": t.reward,
             }
             for t in e.turns

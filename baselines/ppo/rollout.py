@@ -1,15 +1,18 @@
 """Multi-turn rollouts for training: G samples per prompt, every sample of a group on the group's env seed.
 
-Prompts are the harness's RAGEN-style conversations (``harness.prompting``), rendered with the tokenizer's
-chat template; the assistant prefix (``<think>``) is part of the prompt ids, the sampled tokens are the
-response. Each turn becomes one :class:`TurnSample` holding the exact ids that were sampled from, so the
+Prompts are the harness's RAGEN-style conversations, built and advanced by a
+:class:`harness.transcript.Transcript` per episode and rendered by :func:`harness.transcript.render_prompt`
+(chat template, then the assistant prefix ``<think>``, which is part of the prompt ids); the sampled tokens are
+the response. Each turn becomes one :class:`TurnSample` holding the exact ids that were sampled from, so the
 update scores precisely what the policy wrote.
 
 Prompt ids are built *append-only* when the template allows it: turn k+1's prompt is turn k's prompt, the
 sampled response ids, then the tokens of the text the template adds (end of message, reward, next state).
 The model therefore sees exactly the ids it produced, and a whole episode is one sequence that the update
-scores in one pass (``Episode.chained``). A context window that drops turns, or a template that rewrites
-earlier text, falls back to rendering each prompt afresh (``chained=False``, one training row per turn).
+scores in one pass (``Episode.chained``). This token-id chaining is the learner's extension of the transcript:
+the text is always the transcript's rendered context, only its ids are reused. A context window that drops
+turns, or a template that rewrites earlier text, falls back to rendering each prompt afresh (``chained=False``,
+one training row per turn).
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ import gymnasium as gym
 import ragen_envs  # noqa: F401  (registers the ids)
 from baselines.ppo.generation import sample_responses
 from harness.agents.base import Context
-from harness.prompting import build_context, prefill_for, user_message
 from harness.seeding import derive_seed
+from harness.transcript import Transcript, render_prompt
 
 SAMPLE_BATCH = 64
 """Rows per decoder call (bounds the decoding batch's KV cache). Between turns every live episode also holds the
@@ -66,20 +69,14 @@ def env_seed_for(run_seed: int, iteration: int, group: int) -> int:
     return derive_seed("train-env", run_seed, iteration, group) % (2**31)
 
 
-def render_text(tokenizer, context: Context) -> str:
-    """The chat-template text of a context with the generation prompt, then the assistant prefill."""
-    text = tokenizer.apply_chat_template(list(context.messages), add_generation_prompt=True, tokenize=False)
-    return text + context.prefill
-
-
-def render_prompt(tokenizer, context: Context) -> list[int]:
+def prompt_ids(tokenizer, context: Context) -> list[int]:
     """Token ids of a context (rendered afresh)."""
-    return tokenizer(render_text(tokenizer, context), add_special_tokens=False)["input_ids"]
+    return tokenizer(render_prompt(tokenizer, context), add_special_tokens=False)["input_ids"]
 
 
 def next_prompt(tokenizer, slot: dict, context: Context) -> list[int]:
     """Turn k+1's prompt ids: appended to turn k's ids and response when the template text extends it."""
-    text = render_text(tokenizer, context)
+    text = render_prompt(tokenizer, context)
     done_text = slot.get("text_so_far")
     if slot["episode"].chained and done_text is not None and text.startswith(done_text):
         delta = text[len(done_text) :]
@@ -120,26 +117,17 @@ def collect_rollouts(
         for sample in range(config.samples_per_prompt):
             env = gym.make(config.env_id, **kwargs)
             observation, info = env.reset(seed=seed)
-            slots.append(
-                {
-                    "env": env,
-                    "episode": Episode(group, sample, seed),
-                    "system": {"role": "system", "content": info["instructions"]},
-                    "exchanges": [],
-                    "current": user_message(1, observation, None),
-                    "prefill": prefill_for(env.unwrapped.response_format),
-                    "done": False,
-                }
+            transcript = Transcript(
+                info["instructions"], observation, env.unwrapped.response_format, config.context_turns
             )
+            slots.append({"env": env, "episode": Episode(group, sample, seed), "transcript": transcript, "done": False})
     turn = 0
     while True:
         live = [slot for slot in slots if not slot["done"]]
         if not live:
             break
         turn += 1
-        contexts = [
-            build_context(s["system"], s["exchanges"], s["current"], s["prefill"], config.context_turns) for s in live
-        ]
+        contexts = [s["transcript"].context() for s in live]
         prompts = [next_prompt(tokenizer, s, c) for s, c in zip(live, contexts)]
         seeds = [
             derive_seed("train-sample", config.seed, iteration, s["episode"].group, s["episode"].sample, turn)
@@ -187,11 +175,11 @@ def collect_rollouts(
             slot["prefix"] = getattr(out, "prefix", None)
             ended_with_eos = bool(response_ids) and response_ids[-1] == tokenizer.eos_token_id
             slot["eos_text"] = tokenizer.decode([tokenizer.eos_token_id]) if ended_with_eos else ""
-            slot["exchanges"].append((slot["current"], {"role": "assistant", "content": context.prefill + text}))
-            slot["current"] = user_message(turn + 1, observation, float(reward))
             if terminated or truncated:
                 episode.success = bool(info.get("success", False))
                 slot["done"] = True
                 slot["prefix"] = None
                 slot["env"].close()
+            else:
+                slot["transcript"].advance(context.prefill + text, observation, float(reward))
     return [slot["episode"] for slot in slots]

@@ -24,11 +24,11 @@ import gymnasium as gym
 import torch
 
 from baselines.ppo.generation import STOP_TEXT, sequence_logprobs
-from baselines.ppo.rollout import Episode, collect_rollouts, render_prompt
-from harness.agents.base import Context
+from baselines.ppo.rollout import Episode, collect_rollouts, prompt_ids
 from harness.agents.decoding import Decoded
 from harness.agents.vllm_agent import SEED_MODULUS, engine_arguments, import_vllm, on_cpu, shutdown
-from harness.prompting import prefill_for, user_message
+from harness.transcript import Transcript
+from ragen_envs.parsing import format_response
 
 PROBE_SEEDS = (0, 1)
 GPU_MEMORY_UTILIZATION = 0.35
@@ -64,15 +64,13 @@ def probe_batch(tokenizer, config) -> tuple[list[list[int]], list[tuple[int, int
         env = gym.make(config.env_id, **dict(config.env_kwargs))
         observation, info = env.reset(seed=seed)
         unwrapped = env.unwrapped
-        context = Context(
-            ({"role": "system", "content": info["instructions"]}, user_message(1, observation, None)),
-            prefill_for(unwrapped.response_format),
-        )
+        transcript = Transcript(info["instructions"], observation, unwrapped.response_format)
         env.close()
-        prompt = render_prompt(tokenizer, context)
-        body = f"I weigh the state before I act.</think><answer>{unwrapped.example_answer}{STOP_TEXT}"
-        if not context.prefill:
-            body = f"<answer>{unwrapped.example_answer}{STOP_TEXT}"
+        prompt = prompt_ids(tokenizer, transcript.context())
+        # the probe only needs fixed tagged text: raw-format envs get the answer format's (it ends at STOP_TEXT)
+        probe_format = "think" if transcript.prefill else "answer"
+        written = format_response("I weigh the state before I act.", unwrapped.example_answer, probe_format)
+        body = written.removeprefix(transcript.prefill)  # the prefill is part of the prompt
         response = tokenizer(body, add_special_tokens=False)["input_ids"]
         sequences.append(prompt + response)
         spans.append((len(prompt), len(prompt) + len(response)))

@@ -23,9 +23,9 @@ from uuid import uuid4
 import gymnasium as gym
 
 import ragen_envs  # noqa: F401  (registers the ids)
-from baselines.ppo.diagnostics import reasoning_of
 from baselines.verl.compat import require_verl
-from harness.prompting import prefill_for, user_message
+from harness.transcript import prefill_for, user_message
+from ragen_envs.parsing import reasoning_of
 
 require_verl()
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register  # noqa: E402
@@ -62,7 +62,8 @@ class RagenAgentLoop(AgentLoopBase):
         env = gym.make(env_id, **env_kwargs)
         try:
             observation, info = env.reset(seed=seed)
-            prefill = prefill_for(env.unwrapped.response_format)
+            response_format = env.unwrapped.response_format
+            prefill = prefill_for(response_format)
             prefill_ids = self.tokenizer.encode(prefill, add_special_tokens=False) if prefill else []
             messages = [{"role": "system", "content": info["instructions"]}, user_message(1, observation, None)]
             prompt_ids = await self.ct_build_initial_tokens(messages) + prefill_ids
@@ -99,7 +100,7 @@ class RagenAgentLoop(AgentLoopBase):
                 ids = merged.token_ids
                 text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
                 response = prefill + text
-                turns.append({"start": start, "end": len(mask), "reasoning": reasoning_of(response)})
+                turns.append({"start": start, "end": len(mask), "reasoning": reasoning_of(response, response_format)})
                 # envs are fast, but some run a sandboxed process per step: off the event loop
                 observation, reward, terminated, truncated, info = await self.loop.run_in_executor(
                     None, env.step, response

@@ -33,6 +33,7 @@ from typing import Any
 from harness.agents.base import Agent, Context, Generation, Request, Score
 from harness.agents.registry import AgentOptions
 from harness.threads import resolve_threads, torch_threads
+from harness.transcript import render_prompt
 
 STOP = "</answer>"
 
@@ -126,8 +127,7 @@ class HFAgent(Agent):
     # ---- text <-> ids --------------------------------------------------------------------------------------
     def render(self, context: Context) -> str:
         """The prompt text: chat template with the generation prompt, then the prefill."""
-        chat = self.tokenizer.apply_chat_template(list(context.messages), tokenize=False, add_generation_prompt=True)
-        return chat + context.prefill
+        return render_prompt(self.tokenizer, context)
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)

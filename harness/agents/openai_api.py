@@ -47,6 +47,7 @@ from typing import Any
 
 from harness.agents.base import Agent, Context, Generation, Request, Score, ScoringUnavailable
 from harness.agents.registry import AgentOptions
+from harness.transcript import render_prompt
 from ragen_envs.core import check_choice, check_range
 
 STOP = "</answer>"
@@ -272,13 +273,9 @@ class OpenAIAgent(Agent):
         with ThreadPoolExecutor(max_workers=min(self.config.concurrency, len(requests))) as pool:
             return list(pool.map(self._generate_one, requests))
 
-    def _render(self, context: Context) -> str:
-        chat = self._template.apply_chat_template(list(context.messages), tokenize=False, add_generation_prompt=True)
-        return chat + context.prefill
-
     def _score_one(self, pair: tuple[Context, str]) -> Score:
         context, text = pair
-        prompt = self._render(context)
+        prompt = render_prompt(self._template, context)
         body = {
             "model": self.config.model,
             "prompt": prompt + text,

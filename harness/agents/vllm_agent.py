@@ -33,6 +33,7 @@ from typing import Any
 
 from harness.agents.base import Agent, Context, Generation, Request, Score
 from harness.agents.registry import AgentOptions
+from harness.transcript import render_prompt
 
 STOP = "</answer>"
 SEED_MODULUS = 2**63
@@ -86,15 +87,9 @@ def shutdown(llm) -> None:
         core.shutdown()
 
 
-def render(tokenizer, context: Context) -> str:
-    """The prompt text: chat template with the generation prompt, then the prefill (as the ``hf:`` agent)."""
-    chat = tokenizer.apply_chat_template(list(context.messages), tokenize=False, add_generation_prompt=True)
-    return chat + context.prefill
-
-
 def prompt_ids(tokenizer, context: Context) -> list[int]:
     """The ids the model conditions on (no extra special tokens: the template writes its own)."""
-    return tokenizer.encode(render(tokenizer, context), add_special_tokens=False)
+    return tokenizer.encode(render_prompt(tokenizer, context), add_special_tokens=False)
 
 
 class VLLMAgent(Agent):
@@ -160,7 +155,7 @@ class VLLMAgent(Agent):
         params = SamplingParams(max_tokens=1, temperature=1.0, prompt_logprobs=-1 if tempered else 0)
         heads, joints = [], []
         for context, text in zip(contexts, texts):
-            rendered = render(self.tokenizer, context)
+            rendered = render_prompt(self.tokenizer, context)
             head = self.tokenizer.encode(rendered, add_special_tokens=False)
             joint = self.tokenizer.encode(rendered + text, add_special_tokens=False)
             if joint[: len(head)] != head:
