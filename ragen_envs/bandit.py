@@ -38,6 +38,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragen_envs.core import ActionResult, TextEnv, check_range
+from ragen_envs.parsing import normalize_action
+
+_FORGIVEN = ".!\"'"  # punctuation around an arm's name that still names it
 
 CAUTIOUS_NAMES = (
     "Librarian", "Turtle", "Accountant", "Lighthouse", "Anchor", "Oak", "Teacher", "Bank Vault",
@@ -116,7 +119,7 @@ class BanditEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through 
         return f"Arms: {self.order[0]} and {self.order[1]}. Which arm do you pull?"
 
     def _parse_action(self, text: str) -> str | None:
-        wanted = text.strip().strip(".!\"'").casefold()
+        wanted = normalize_action(text, _FORGIVEN)
         for name in self.order:
             if wanted == name.casefold():
                 return name

@@ -34,7 +34,15 @@ import gymnasium as gym
 from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
-from ragen_envs.parsing import RESPONSE_FORMATS, format_instructions, format_response, parse_response, split_actions
+from ragen_envs.parsing import (
+    RESPONSE_FORMATS,
+    SAMPLE_VOCAB,
+    format_instructions,
+    format_response,
+    parse_response,
+    random_reasoning,
+    split_actions,
+)
 from ragen_envs.text_space import ObservationText
 
 # Gymnasium's default Text charset is alphanumeric only: it rejects newlines, punctuation and glyphs such as
@@ -127,14 +135,8 @@ class ResponseSpace(spaces.Text):
         count = 1 if self.separator is None else int(rng.integers(1, self.max_actions + 1))
         picks = [self.candidates[int(i)] for i in rng.integers(len(self.candidates), size=count)]
         joiner = f" {self.separator} " if self.separator else ""
-        words = [_FILLER_WORDS[int(i)] for i in rng.integers(len(_FILLER_WORDS), size=int(rng.integers(3, 12)))]
+        words = random_reasoning(rng, SAMPLE_VOCAB)
         return format_response(" ".join(words), joiner.join(picks), self.response_format)
-
-
-_FILLER_WORDS = (
-    "maybe", "this", "looks", "right", "I", "think", "the", "next", "step", "should", "work", "try", "move",
-    "check", "again", "probably", "best", "option", "now", "so", "then", "because", "closer", "goal",
-)  # fmt: skip
 
 
 _INIT_ARGUMENTS: dict[type, frozenset[str] | None] = {}

@@ -84,10 +84,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ragen_envs.core import ActionResult, TextEnv, check_range
+from ragen_envs.parsing import normalize_action
 
 ACTIONS = ("Left", "Down", "Right", "Up")
 """Action names by index; RAGEN numbers them 1..4 in the same order (and so does Gymnasium, from 0)."""
 _ACTION_INDEX = {name.casefold(): index for index, name in enumerate(ACTIONS)}
+_FORGIVEN = " .!\"'`[]()"  # punctuation around an action ("[Left]", "Up .") that still names it
 _DELTAS = ((0, -1), (1, 0), (0, 1), (-1, 0))
 MAX_TRIES = 64
 """Map draws before the deterministic repair; at the default frozen_prob the first draw almost always passes."""
@@ -428,7 +430,7 @@ class FrozenLakeEnv(TextEnv):  # noqa: D101 (its docstring is the module's, thro
     def _parse_action(self, text: str) -> int | None:
         action = _ACTION_INDEX.get(text.casefold())
         if action is None:
-            action = _ACTION_INDEX.get(text.strip(" .!\"'`[]()").casefold())
+            action = _ACTION_INDEX.get(normalize_action(text, _FORGIVEN))
         return action
 
     def _apply(self, action: int) -> ActionResult:

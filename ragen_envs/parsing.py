@@ -9,7 +9,7 @@ Three response formats are supported:
 
 This module is also the one home of the reasoning Z the collapse metrics measure (:func:`reasoning_of`), of
 the writer of responses (:func:`format_response`), of the random reasoning words scripted responses are made
-of (:data:`REASONING_VOCAB`) and of the normalisation of one action string (:func:`normalize_action`).
+of (:func:`random_reasoning`) and of the normalisation of one action string (:func:`normalize_action`).
 
 We scan with ``str.find`` rather than a DOTALL regex: a backtracking regex over a megabyte of nested or
 unclosed tags is quadratic, and model output is hostile input.
@@ -18,10 +18,23 @@ unclosed tags is quadratic, and model output is hostile input.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 RESPONSE_FORMATS = ("think", "answer", "raw")
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
+
+REASONING_VOCAB = (
+    "maybe", "this", "looks", "right", "I", "think", "the", "next", "step", "should", "work", "try",
+    "move", "check", "again", "probably", "best", "option", "now", "so", "then", "because", "closer", "goal",
+    "hmm", "wait", "plan", "left", "up", "down", "safe", "sure",
+)  # fmt: skip
+"""The words of random, input-agnostic reasoning (:func:`random_reasoning`)."""
+SAMPLE_VOCAB = REASONING_VOCAB[:24]
+"""The words of an env's ``action_space.sample()`` reasoning. A prefix of :data:`REASONING_VOCAB` rather than the
+whole of it: an env's samples for a seed are part of its version, and the random agent's exact scores depend on
+its own vocabulary's size, so each keeps the vocabulary it was released with."""
+MIN_REASONING_WORDS, MAX_REASONING_WORDS = 3, 11
 
 
 @dataclass(frozen=True)
@@ -121,6 +134,23 @@ def reasoning_of(response: str, response_format: str) -> str | None:
     return None
 
 
+def random_reasoning(rng: Any, vocabulary: tuple[str, ...] = REASONING_VOCAB) -> list[str]:
+    """``k`` words drawn uniformly with replacement from ``vocabulary``, ``k`` uniform in
+    [:data:`MIN_REASONING_WORDS`, :data:`MAX_REASONING_WORDS`]; ``rng`` is a ``numpy.random.Generator`` (two draws:
+    ``k``, then the words)."""
+    k = int(rng.integers(MIN_REASONING_WORDS, MAX_REASONING_WORDS + 1))
+    return [vocabulary[int(i)] for i in rng.integers(len(vocabulary), size=k)]
+
+
+def normalize_action(text: str, strip_chars: str) -> str:
+    """One action string as an env looks it up: without surrounding whitespace and ``strip_chars``, casefolded.
+
+    Each env passes the punctuation it forgives (``"Left."``, ``"`Up`"``); the sets differ per env and stay as
+    each env version released them, since widening one changes which responses count as valid.
+    """
+    return text.strip().strip(strip_chars).casefold()
+
+
 def split_actions(answer: str, separator: str | None = "||", limit: int | None = None) -> list[str]:
     """Split an answer into stripped, non-empty action strings, keeping at most ``limit`` of them."""
     parts = [answer] if separator is None else answer.split(separator)
@@ -128,12 +158,20 @@ def split_actions(answer: str, separator: str | None = "||", limit: int | None =
     return parts if limit is None else parts[:limit]
 
 
-def format_response(thinking: str, answer: str, response_format: str = "think") -> str:
-    """The inverse of :func:`parse_response`: write a response in the given format."""
+def format_response(
+    thinking: str, answer: str, response_format: str = "think", *, reasoning_before_answer: bool = False
+) -> str:
+    """The inverse of :func:`parse_response`: write a response in the given format.
+
+    In the ``answer`` format reasoning is optional free text before the tag: ``reasoning_before_answer`` writes a
+    non-empty ``thinking`` there on its own line (the scripted agents, whose reasoning is measured); without it the
+    ``answer`` format writes the answer block alone (an env's samples and oracle response, fixed per env version).
+    """
     if response_format == "think":
         return f"{THINK_OPEN}{thinking}{THINK_CLOSE}{ANSWER_OPEN}{answer}{ANSWER_CLOSE}"
     if response_format == "answer":
-        return f"{ANSWER_OPEN}{answer}{ANSWER_CLOSE}"
+        block = f"{ANSWER_OPEN}{answer}{ANSWER_CLOSE}"
+        return f"{thinking}\n{block}" if reasoning_before_answer and thinking else block
     if response_format == "raw":
         return answer
     raise ValueError(f"response_format must be one of {RESPONSE_FORMATS}, got {response_format!r}")

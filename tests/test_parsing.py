@@ -11,11 +11,17 @@ from hypothesis import strategies as st
 
 from ragen_envs.core import INFO_KEYS, ActionResult, TextEnv
 from ragen_envs.parsing import (
+    MAX_REASONING_WORDS,
+    MIN_REASONING_WORDS,
+    REASONING_VOCAB,
     RESPONSE_FORMATS,
+    SAMPLE_VOCAB,
     ParsedResponse,
     format_instructions,
     format_response,
+    normalize_action,
     parse_response,
+    random_reasoning,
     reasoning_of,
     split_actions,
 )
@@ -169,6 +175,83 @@ def test_reasoning_of(response, response_format, reasoning):
 def test_reasoning_of_reads_back_what_format_response_wrote(thinking, answer):
     assert reasoning_of(format_response(thinking, answer, "think"), "think") == thinking.strip()
     assert reasoning_of(format_response("", answer, "answer"), "answer") == ""
+
+
+def test_the_answer_format_writes_reasoning_before_the_tag_only_when_asked():
+    assert format_response("plan", "Up", "answer") == "<answer>Up</answer>"
+    written = format_response("plan", "Up", "answer", reasoning_before_answer=True)
+    assert written == "plan\n<answer>Up</answer>"
+    assert parse_response(written, "answer") == ParsedResponse(ok=True, thinking="plan", answer="Up")
+    assert reasoning_of(written, "answer") == "plan"
+    assert format_response("", "Up", "answer", reasoning_before_answer=True) == "<answer>Up</answer>"
+    assert format_response("plan", "Up", "think", reasoning_before_answer=True) == format_response("plan", "Up")
+
+
+# ---- random reasoning and action normalisation: one home each ------------------------------------------------
+def test_random_reasoning_draws_the_word_count_then_the_words():
+    import numpy as np
+
+    for seed in range(50):
+        words = random_reasoning(np.random.default_rng(seed))
+        rng = np.random.default_rng(seed)
+        k = int(rng.integers(MIN_REASONING_WORDS, MAX_REASONING_WORDS + 1))
+        assert words == [REASONING_VOCAB[int(i)] for i in rng.integers(len(REASONING_VOCAB), size=k)]
+        assert MIN_REASONING_WORDS <= len(words) <= MAX_REASONING_WORDS
+        assert set(random_reasoning(np.random.default_rng(seed), SAMPLE_VOCAB)) <= set(SAMPLE_VOCAB)
+    assert SAMPLE_VOCAB == REASONING_VOCAB[: len(SAMPLE_VOCAB)] and len(set(REASONING_VOCAB)) == len(REASONING_VOCAB)
+
+
+def test_the_random_agent_and_action_space_samples_write_random_reasoning():
+    import gymnasium as gym
+    import numpy as np
+
+    import ragen_envs  # noqa: F401
+    from harness.agents.base import Context, EnvHandle, Request
+    from harness.agents.scripted import RandomAgent
+
+    env = gym.make("ragen/Bandit-v0")
+    observation, _ = env.reset(seed=0)
+    context = Context(({"role": "user", "content": observation},), "<think>", EnvHandle(env.unwrapped))
+    (generation,) = RandomAgent().generate([Request(context, 7)])
+    assert parse_response("<think>" + generation.text).thinking == " ".join(random_reasoning(np.random.default_rng(7)))
+    env.action_space.seed(3)
+    thinking = parse_response(env.action_space.sample()).thinking.split(" ")
+    assert set(thinking) <= set(SAMPLE_VOCAB) and MIN_REASONING_WORDS <= len(thinking) <= MAX_REASONING_WORDS
+
+
+@pytest.mark.parametrize(
+    ("text", "strip_chars", "normalized"),
+    [
+        ("Left", ".", "left"),
+        ("  **UP**! ", "*!", "up"),
+        ("[Left]", " .!\"'`[]()", "left"),
+        ("Up .", " .", "up"),  # a space among the forgiven characters reaches inside the punctuation
+        ("Up .", ".", "up "),
+        ("Le ft", " .", "le ft"),
+        ("", ".", ""),
+    ],
+)
+def test_normalize_action(text, strip_chars, normalized):
+    assert normalize_action(text, strip_chars) == normalized
+
+
+@pytest.mark.parametrize(
+    ("env_id", "accepted", "rejected"),
+    [
+        ("ragen/FrozenLake-v0", ["LEFT", "[Left]", "Up .", "(down)", "`Right`!"], ["**Up**", "Le ft"]),
+        ("ragen/Sokoban-v0", ["LEFT", "**Up**", "Down!", "`Right`"], ["[Left]", "(down)", "Up ."]),
+    ],
+)
+def test_each_env_forgives_its_own_punctuation_around_an_action(env_id, accepted, rejected):
+    import gymnasium as gym
+
+    import ragen_envs  # noqa: F401
+
+    env = gym.make(env_id)
+    for text in accepted + rejected:
+        env.reset(seed=0)
+        info = env.step(f"<think>t</think><answer>{text}</answer>")[4]
+        assert info["action_is_valid"] == (text in accepted), text
 
 
 def test_format_response_rejects_unknown_formats_and_instructions_name_the_separator():

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from ragen_envs.frozen_lake import ACTIONS as LAKE_ACTIONS
 from ragen_envs.frozen_lake import FrozenLakeEnv, bfs_layers, cell_texts, distance_to_goal, move_table
+from ragen_envs.parsing import format_response
 from ragen_envs.sokoban.board import ACTIONS as SOKOBAN_ACTIONS
 from ragen_envs.sokoban.board import offsets
 from ragen_envs.sokoban.env import ORACLE_MAX_NODES, SokobanEnv
@@ -40,7 +41,7 @@ _LEFT, _DOWN, _RIGHT, _UP = (LAKE_ACTIONS.index(name) for name in ("Left", "Down
 
 def respond(reasoning: str, actions: list[str]) -> str:
     """The response format every planning env accepts: think, then the ``||``-joined actions."""
-    return f"<think>{reasoning}</think><answer>{' || '.join(actions)}</answer>"
+    return format_response(reasoning, " || ".join(actions), "think")
 
 
 def teacher_response(env) -> str | None:

@@ -24,23 +24,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.agents.base import Agent, Context, EnvHandle, Generation, Request, Score
+from ragen_envs.parsing import (
+    MAX_REASONING_WORDS,
+    MIN_REASONING_WORDS,
+    REASONING_VOCAB,
+    format_response,
+    random_reasoning,
+)
 
-REASONING_VOCAB = (
-    "maybe", "this", "looks", "right", "I", "think", "the", "next", "step", "should", "work", "try",
-    "move", "check", "again", "probably", "best", "option", "now", "so", "then", "because", "closer", "goal",
-    "hmm", "wait", "plan", "left", "up", "down", "safe", "sure",
-)  # fmt: skip
-MIN_WORDS, MAX_WORDS = 3, 11
 _VOCAB_SET = frozenset(REASONING_VOCAB)
-
-
-def write_response(thinking: str, answer: str, response_format: str) -> str:
-    """A full response in the env's format; the ``answer`` format keeps the reasoning before the tag."""
-    if response_format == "think":
-        return f"<think>{thinking}</think><answer>{answer}</answer>"
-    if response_format == "answer":
-        return f"{thinking}\n<answer>{answer}</answer>" if thinking else f"<answer>{answer}</answer>"
-    return answer
 
 
 def _continuation(context: Context, response: str) -> str:
@@ -58,10 +50,10 @@ def _handle(context: Context, agent: str) -> EnvHandle:
 def random_reasoning_logprob(text: str) -> Score:
     """Exact log-prob of ``text`` as a reasoning of the random agent (input-independent)."""
     words = text.split(" ")
-    if not (MIN_WORDS <= len(words) <= MAX_WORDS) or not all(w in _VOCAB_SET for w in words):
+    if not (MIN_REASONING_WORDS <= len(words) <= MAX_REASONING_WORDS) or not all(w in _VOCAB_SET for w in words):
         return Score(-math.inf, max(len(text.split()), 1))
     k = len(words)
-    return Score(-math.log(MAX_WORDS - MIN_WORDS + 1) - k * math.log(len(REASONING_VOCAB)), k)
+    return Score(-math.log(MAX_REASONING_WORDS - MIN_REASONING_WORDS + 1) - k * math.log(len(REASONING_VOCAB)), k)
 
 
 class RandomAgent(Agent):
@@ -78,8 +70,8 @@ class RandomAgent(Agent):
         for request in requests:
             env = _handle(request.context, "random")
             rng = np.random.default_rng(request.seed)
-            k = int(rng.integers(MIN_WORDS, MAX_WORDS + 1))
-            words = [REASONING_VOCAB[int(i)] for i in rng.integers(len(REASONING_VOCAB), size=k)]
+            words = random_reasoning(rng, REASONING_VOCAB)
+            k = len(words)
             candidates = env.candidate_actions()
             if candidates:
                 picks_n = 1 if env.action_separator is None else int(rng.integers(1, env.max_actions_per_turn + 1))
@@ -88,7 +80,10 @@ class RandomAgent(Agent):
             else:  # a free-form env without candidates: answer its example
                 picks, pick_entropy = [env.example_answer], 0.0
             joiner = f" {env.action_separator} " if env.action_separator else " "
-            response = write_response(" ".join(words), joiner.join(picks), env.response_format)
+            # the answer format keeps the reasoning before the tag: it is what the MI family scores
+            response = format_response(
+                " ".join(words), joiner.join(picks), env.response_format, reasoning_before_answer=True
+            )
             entropies = (math.log(len(REASONING_VOCAB)),) * k + (pick_entropy,) * len(picks)
             out.append(Generation(_continuation(request.context, response), len(entropies), None, entropies))
         return out
@@ -124,7 +119,7 @@ class OracleAgent(Agent):
             context = request.context
             env = _handle(context, "oracle").env  # the unwrapped env: one attribute walk per request, not three
             thinking, answer = env._oracle()
-            response = write_response(thinking, answer, env.response_format)
+            response = format_response(thinking, answer, env.response_format, reasoning_before_answer=True)
             words = len(thinking.split()) + len(answer.split())
             out.append(Generation(_continuation(context, response), words, None, (0.0,) * words))
         return out

@@ -56,6 +56,7 @@ import re
 from typing import Any
 
 from ragen_envs.core import ActionResult, TextEnv
+from ragen_envs.parsing import normalize_action
 from ragen_envs.sokoban.board import (
     ACTIONS,
     BOX_OFF_TARGET_REWARD,
@@ -88,6 +89,7 @@ _BLOCKED = ActionResult(reward=STEP_REWARD, effective=False)
 _MOVED = ActionResult(reward=STEP_REWARD, effective=True)
 _ACTION_INDEX = {name.casefold(): i for i, name in enumerate(ACTIONS)}
 _ACTION_INDEX_EXACT = {name: i for i, name in enumerate(ACTIONS)}
+_FORGIVEN = ".!\"'`*"  # punctuation around an action ("**Left**", "Up!") that still names it
 
 
 def _room_shape(room_size: Any) -> tuple[int, int]:
@@ -178,7 +180,7 @@ class SokobanEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through
     # ---- rules --------------------------------------------------------------------------------------------
     def _parse_action(self, text: str) -> int | None:
         exact = _ACTION_INDEX_EXACT.get(text)  # the common case, without normalizing
-        return exact if exact is not None else _ACTION_INDEX.get(text.strip().strip(".!\"'`*").casefold())
+        return exact if exact is not None else _ACTION_INDEX.get(normalize_action(text, _FORGIVEN))
 
     def _apply(self, action: int) -> ActionResult:
         if self._on_plan:
