@@ -1,7 +1,7 @@
 """What the trainer adapters (TRL, verl) check about an env before training starts, and its first-turn chat.
 
 Both adapters build their datasets from the same first-turn conversation the learner's rollouts start from
-(``harness.prompting``), so a dataset row shows what the model is asked, and both fail at construction, not
+(:class:`harness.transcript.Transcript`), so a dataset row shows what the model is asked, and both fail at construction, not
 mid-run, on an unknown id or a bad keyword argument.
 """
 
@@ -13,7 +13,7 @@ import gymnasium as gym
 
 import ragen_envs  # noqa: F401  (registers the ids)
 from harness.config import resolve_env_id
-from harness.prompting import prefill_for, user_message
+from harness.transcript import Transcript
 
 
 def check_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> str:
@@ -32,10 +32,10 @@ def first_turn_chat(env_id: str, env_kwargs: dict[str, Any], seed: int) -> tuple
     env = gym.make(env_id, **env_kwargs)
     try:
         observation, info = env.reset(seed=seed)
-        prefill = prefill_for(env.unwrapped.response_format)
+        transcript = Transcript(info["instructions"], observation, env.unwrapped.response_format)
     finally:
         env.close()
-    return [{"role": "system", "content": info["instructions"]}, user_message(1, observation, None)], prefill
+    return list(transcript.context().messages), transcript.prefill
 
 
 def check_seed(seed: Any) -> int:

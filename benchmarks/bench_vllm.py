@@ -28,19 +28,13 @@ def sokoban_contexts(count: int):
     import gymnasium as gym
 
     import ragen_envs  # noqa: F401
-    from harness.agents.base import Context
-    from harness.prompting import prefill_for, user_message
+    from harness.transcript import Transcript
 
     contexts = []
     for seed in range(count):
         env = gym.make("ragen/Sokoban-v0")
         observation, info = env.reset(seed=seed)
-        contexts.append(
-            Context(
-                ({"role": "system", "content": info["instructions"]}, user_message(1, observation, None)),
-                prefill_for(env.unwrapped.response_format),
-            )
-        )
+        contexts.append(Transcript(info["instructions"], observation, env.unwrapped.response_format).context())
         env.close()
     return contexts
 

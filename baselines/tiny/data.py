@@ -32,7 +32,7 @@ import numpy as np
 
 import ragen_envs
 from baselines.tiny.teacher import teacher_response
-from harness.prompting import build_context, prefill_for, user_message
+from harness.transcript import Transcript
 from ragen_envs.core import check_range
 
 PLANNING_ENVS = ("ragen/Bandit-v0", "ragen/FrozenLake-v0", "ragen/Sokoban-v0")
@@ -102,9 +102,7 @@ def play_episode(env: gym.Env, seed: int, rng: np.random.Generator, random_prob:
     base = env.unwrapped
     obs, info = env.reset(seed=seed)
     base.action_space.seed(int(rng.integers(2**31)))
-    system = {"role": "system", "content": info["instructions"]}
-    exchanges: list[tuple[dict[str, str], dict[str, str]]] = []
-    current = user_message(1, obs, None)
+    transcript = Transcript(info["instructions"], obs, base.response_format)
     targets: list[bool] = []
     success = False
     done = False
@@ -117,14 +115,13 @@ def play_episode(env: gym.Env, seed: int, rng: np.random.Generator, random_prob:
         else:
             response = teacher_response(env)
             response, target = (base.oracle_response(), False) if response is None else (response, True)
-        exchanges.append((current, {"role": "assistant", "content": response}))
         targets.append(target)
         obs, reward, terminated, truncated, info = env.step(response)
         done = terminated or truncated
         success = bool(info["success"])
-        current = user_message(len(exchanges) + 1, obs, reward)
-    messages = build_context(system, exchanges[:-1], exchanges[-1][0], prefill_for(base.response_format), None).messages
-    messages = (*messages, exchanges[-1][1])
+        if not done:
+            transcript.advance(response, obs, reward)
+    messages = (*transcript.context().messages, {"role": "assistant", "content": response})
     perturbed = random_prob > 0 or junk_prob > 0
     kind = "oracle" if not perturbed else ("perturbed" if success else "failed")
     return Episode(

@@ -17,7 +17,7 @@ import numpy as np
 
 from baselines.tiny import MODEL_DIR
 from baselines.tiny.data import available_envs
-from harness.prompting import build_context, prefill_for, user_message
+from harness.transcript import Transcript
 from ragen_envs.parsing import parse_response
 
 
@@ -39,27 +39,21 @@ def rollout_lm(agent, env_id: str, seeds: Iterable[int], sample_seed: int = 0) -
 
     seeds = list(seeds)
     envs = [gym.make(env_id) for _ in seeds]
-    systems, exchanges, currents, results = [], [], [], []
+    transcripts, results = [], []
     for env, seed in zip(envs, seeds):
         obs, info = env.reset(seed=seed)
-        systems.append({"role": "system", "content": info["instructions"]})
-        exchanges.append([])
-        currents.append(user_message(1, obs, None))
+        transcripts.append(Transcript(info["instructions"], obs, env.unwrapped.response_format))
         results.append({"seed": seed, "success": False, "turns": 0, "parsed": 0, "return": 0.0})
     live = list(range(len(envs)))
-    prefix = prefill_for(envs[0].unwrapped.response_format) if envs else ""
     while live:
         requests = [
-            Request(
-                build_context(systems[i], exchanges[i], currents[i], prefix, None),
-                seed=sample_seed * 1_000_003 + seeds[i] * 101 + results[i]["turns"],
-            )
+            Request(transcripts[i].context(), seed=sample_seed * 1_000_003 + seeds[i] * 101 + results[i]["turns"])
             for i in live
         ]
         generations = agent.generate(requests)
         still = []
         for i, generation in zip(live, generations):
-            response = prefix + generation.text
+            response = transcripts[i].prefill + generation.text
             obs, reward, terminated, truncated, info = envs[i].step(response)
             record = results[i]
             record["turns"] += 1
@@ -69,8 +63,7 @@ def rollout_lm(agent, env_id: str, seeds: Iterable[int], sample_seed: int = 0) -
             if terminated or truncated:
                 record["last_response"] = response
             else:
-                exchanges[i].append((currents[i], {"role": "assistant", "content": response}))
-                currents[i] = user_message(record["turns"] + 1, obs, reward)
+                transcripts[i].advance(response, obs, reward)
                 still.append(i)
         live = still
     for env in envs:
