@@ -11,7 +11,8 @@
 - ``summary.json``, ``summary.csv``, optional ``summary.parquet``/``episodes.parquet``, ``report.md``,
   ``*.png``: written by :mod:`harness.report` at the end (and by ``harness report``).
 
-One episode line (format 2)::
+One episode line is an :data:`EpisodeRecord` (its turns :data:`TurnRecord`), the one schema the writer,
+the metrics, the MI family, ``--resume`` and the leaderboard read::
 
     {"agent": "random", "env_id": "ragen/Bandit-v0", "env_kwargs": {}, "seed": 3, "sample": 1,
      "context_turns": null, "instructions": "...", "initial_observation": "...", "reset_info": {...},
@@ -26,8 +27,7 @@ One episode line (format 2)::
 what ``step`` returned. The chat the agent saw is stored as deltas: ``user`` is the user message the turn
 added, the system prompt is ``instructions``, earlier assistant messages are the earlier responses, and
 ``context_turns`` is the window (null: full history); :func:`harness.prompting.record_messages` rebuilds a
-turn's exact chat. (Format 1 stored each turn's whole chat as ``prompt``: quadratic in the episode length,
-and the instructions twice; readers still accept it.)
+turn's exact chat.
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ import json
 import math
 import os
 import re
+import types
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict, get_args, get_origin, get_type_hints
 
 CONFIG = "config.json"
 EPISODES = "episodes.jsonl"
@@ -48,7 +49,50 @@ class RecordsCorrupt(ValueError):
     """episodes.jsonl holds a malformed line before its end, or the same episode twice."""
 
 
-def episode_key(record: dict[str, Any]) -> tuple[str, str, int, int]:
+# The functional syntax: EpisodeRecord needs it (``return`` is a keyword), and under postponed annotations
+# Python 3.11 reads a class-syntax ``NotRequired`` as required.
+TurnRecord = TypedDict(  # noqa: UP013
+    "TurnRecord",
+    {
+        "turn": int,  # 1-based
+        "user": NotRequired[str],  # the user message this turn added to the chat
+        "prefill": NotRequired[str],  # the assistant prefix the agent continued from ("<think>" or "")
+        "response": str,  # prefill + the agent's continuation: the text sent to env.step
+        "reasoning": NotRequired[str | None],  # the response's reasoning (None: none parsed)
+        "observation": NotRequired[str],  # what env.step returned
+        "reward": float,
+        "terminated": NotRequired[bool],
+        "truncated": NotRequired[bool],
+        "info": dict[str, Any],  # env.step's info (``success``, ``action_is_valid``, ...)
+        "tokens": NotRequired[int | None],  # response length in the agent's tokens (None: not reported)
+        "entropy_sum": NotRequired[float | None],  # summed per-token policy entropy (None: not reported)
+        "logprob_sum": NotRequired[float | None],  # summed per-token log-prob (None: not reported)
+    },
+)
+"""One turn of an episode line (the order is the order written)."""
+
+EpisodeRecord = TypedDict(
+    "EpisodeRecord",
+    {
+        "agent": str,  # the agent spec
+        "env_id": str,
+        "env_kwargs": NotRequired[dict[str, Any]],
+        "seed": int,  # the env seed
+        "sample": int,  # which of the seed's samples, >= 0
+        "context_turns": NotRequired[int | None],  # the chat window in turns, >= 0 (None: full history)
+        "instructions": NotRequired[str],  # the system prompt
+        "initial_observation": NotRequired[str],
+        "reset_info": NotRequired[dict[str, Any]],  # reset's info without the instructions
+        "turns": list[TurnRecord],
+        "return": float,  # the turn rewards summed
+        "success": bool,
+        "num_turns": int,  # len(turns)
+    },
+)
+"""One line of episodes.jsonl: an episode and every turn of it (``return`` is a keyword, hence this syntax)."""
+
+
+def episode_key(record: EpisodeRecord) -> tuple[str, str, int, int]:
     """What identifies an episode within a run: (agent, env id, env seed, sample index)."""
     return (record["agent"], record["env_id"], int(record["seed"]), int(record["sample"]))
 
@@ -96,7 +140,7 @@ _C_ENCODE = (
 check: a record is a tree), built once instead of on every ``json.dumps``."""
 
 
-def dumps_line(record: dict[str, Any]) -> bytes:
+def dumps_line(record: EpisodeRecord) -> bytes:
     """One episodes.jsonl line: UTF-8 JSON and its newline.
 
     Plain data (the common case) is encoded as is; anything else (NaN/inf, non-string keys, huge ints, lone
@@ -141,6 +185,13 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+REPLAY_FIELDS = (
+    "env_kwargs", "instructions", "initial_observation",  # of the episode
+    "user", "prefill", "reasoning", "observation", "terminated", "truncated",  # of each turn
+)  # fmt: skip
+"""Fields the metrics do without but a replay needs: every line the harness writes has them, and the
+leaderboard's verify requires them (``record_problem(record, replayable=True)``)."""
+
 _INT = "an integer"
 _NUMBER = "a finite number"
 _STR = "a string"
@@ -148,40 +199,21 @@ _BOOL = "true or false"
 _DICT = "an object"
 _LIST = "a list"
 _NONE = "null"
+_KIND = {int: _INT, float: _NUMBER, str: _STR, bool: _BOOL, dict: _DICT, list: _LIST, type(None): _NONE}
 
-RECORD_FIELDS: dict[str, tuple[bool, tuple[str, ...]]] = {
-    "agent": (True, (_STR,)),
-    "env_id": (True, (_STR,)),
-    "seed": (True, (_INT,)),
-    "sample": (True, (_INT,)),
-    "turns": (True, (_LIST,)),
-    "return": (True, (_NUMBER,)),
-    "success": (True, (_BOOL,)),
-    "num_turns": (True, (_INT,)),
-    "env_kwargs": (False, (_DICT,)),
-    "context_turns": (False, (_INT, _NONE)),
-    "instructions": (False, (_STR,)),
-    "initial_observation": (False, (_STR,)),
-    "reset_info": (False, (_DICT,)),
-}
+
+def _fields(schema: type) -> dict[str, tuple[bool, tuple[str, ...]]]:
+    """A TypedDict's fields as name -> (required, the kinds of JSON value allowed), in declaration order."""
+    out = {}
+    for name, annotation in get_type_hints(schema).items():
+        options = get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+        out[name] = (name in schema.__required_keys__, tuple(_KIND[get_origin(o) or o] for o in options))
+    return out
+
+
+RECORD_FIELDS = _fields(EpisodeRecord)
 """An episode line's fields: name -> (required, allowed kinds). Other fields are kept and not checked."""
-
-TURN_FIELDS: dict[str, tuple[bool, tuple[str, ...]]] = {
-    "turn": (True, (_INT,)),
-    "response": (True, (_STR,)),
-    "reward": (True, (_NUMBER,)),
-    "info": (True, (_DICT,)),
-    "user": (False, (_STR,)),
-    "prompt": (False, (_STR, _LIST)),  # format 1: the whole chat
-    "prefill": (False, (_STR, _NONE)),
-    "reasoning": (False, (_STR, _NONE)),
-    "observation": (False, (_STR,)),
-    "terminated": (False, (_BOOL,)),
-    "truncated": (False, (_BOOL,)),
-    "tokens": (False, (_INT, _NONE)),
-    "entropy_sum": (False, (_NUMBER, _NONE)),
-    "logprob_sum": (False, (_NUMBER, _NONE)),
-}
+TURN_FIELDS = _fields(TurnRecord)
 
 
 def _is(kind: str, value: Any) -> bool:
@@ -200,12 +232,14 @@ def _is(kind: str, value: Any) -> bool:
     return value is None
 
 
-def _check_fields(value: Any, fields: dict[str, tuple[bool, tuple[str, ...]]], where: str) -> str | None:
+def _check_fields(
+    value: Any, fields: dict[str, tuple[bool, tuple[str, ...]]], where: str, replayable: bool
+) -> str | None:
     if type(value) is not dict:
         return f"{where or 'the line'} must be a JSON object, got {_shown(value)}"
     for name, (required, kinds) in fields.items():
         if name not in value:
-            if required:
+            if required or (replayable and name in REPLAY_FIELDS):
                 return f"field {where}{name!r} is missing"
             continue
         if not any(_is(kind, value[name]) for kind in kinds):
@@ -220,15 +254,20 @@ def _shown(value: Any) -> str:
     return f"{text} ({'object' if isinstance(value, dict) else type(value).__name__})"
 
 
-def record_problem(record: Any) -> str | None:
-    """What makes ``record`` not an episode line (the field and what it must be), or None when it is one."""
-    problem = _check_fields(record, RECORD_FIELDS, "")
+def record_problem(record: Any, *, replayable: bool = False) -> str | None:
+    """What makes ``record`` not an :data:`EpisodeRecord` (the field and what it must be), or None when it is one.
+
+    ``replayable``: also require the :data:`REPLAY_FIELDS`, without which an episode cannot be replayed.
+    """
+    problem = _check_fields(record, RECORD_FIELDS, "", replayable)
     if problem:
         return problem
     if record["sample"] < 0:
         return f"field 'sample' must be >= 0, got {record['sample']}"
+    if record.get("context_turns") is not None and record["context_turns"] < 0:
+        return f"field 'context_turns' must be null or >= 0, got {record['context_turns']}"
     for i, turn in enumerate(record["turns"]):
-        problem = _check_fields(turn, TURN_FIELDS, f"turns[{i}].")
+        problem = _check_fields(turn, TURN_FIELDS, f"turns[{i}].", replayable)
         if problem:
             return problem
     if record["num_turns"] != len(record["turns"]):
@@ -236,7 +275,7 @@ def record_problem(record: Any) -> str | None:
     return None
 
 
-def read_episodes(path: Path) -> tuple[list[dict[str, Any]], int]:
+def read_episodes(path: Path) -> tuple[list[EpisodeRecord], int]:
     """The accepted episode records of an episodes.jsonl and the byte length they span.
 
     A torn last line (no trailing newline, or not JSON) is not accepted; the returned length stops before it
@@ -248,7 +287,8 @@ def read_episodes(path: Path) -> tuple[list[dict[str, Any]], int]:
     if not path.exists():
         return [], 0
     data = path.read_bytes()
-    records, seen, good_end, start, number = [], set(), 0, 0, 0
+    records: list[EpisodeRecord] = []
+    seen, good_end, start, number = set(), 0, 0, 0
     while start < len(data):
         newline = data.find(b"\n", start)
         if newline < 0:
@@ -305,6 +345,6 @@ class EpisodeWriter:
         self.close()
 
 
-def sort_episodes(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sort_episodes(records: list[EpisodeRecord]) -> list[EpisodeRecord]:
     """Records in canonical order (agent, env, seed, sample): the order every summary is computed in."""
     return sorted(records, key=episode_key)

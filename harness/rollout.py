@@ -20,6 +20,7 @@ import gymnasium as gym
 
 from harness.agents.base import Agent, EnvHandle, Request
 from harness.config import RunConfig
+from harness.records import EpisodeRecord, TurnRecord
 from harness.seeding import ResponseSeeds
 from harness.transcript import Transcript
 from ragen_envs.parsing import reasoning_of
@@ -91,8 +92,8 @@ class _Episode:
         self.response_format = unwrapped.response_format
         self.transcript = Transcript(info["instructions"], observation, self.response_format, window)
         self.seeds = ResponseSeeds(seed_base, job.env_id, job.seed, job.sample)
-        self.turns: list[dict[str, Any]] = []
-        self.record: dict[str, Any] = {
+        self.turns: list[TurnRecord] = []
+        self.record: EpisodeRecord = {
             "agent": job.agent,
             "env_id": job.env_id,
             "env_kwargs": kwargs,
@@ -106,7 +107,7 @@ class _Episode:
         }
 
 
-def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: EnvPool) -> Iterator[dict[str, Any]]:
+def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: EnvPool) -> Iterator[EpisodeRecord]:
     """Roll ``jobs`` out in lockstep with one batched ``generate`` per turn; yield each finished record.
 
     A turn's record holds its new user message (``user``), not the whole chat: the chat of every turn is

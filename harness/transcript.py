@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from harness.agents.base import Context, EnvHandle, Message
+from harness.records import EpisodeRecord, TurnRecord
 
 
 def prefill_for(response_format: str) -> str:
@@ -100,12 +101,10 @@ class Transcript:
         self._messages.append(self.current)
 
 
-def record_messages(record: dict[str, Any], index: int) -> tuple[Message, ...]:
+def record_messages(record: EpisodeRecord, index: int) -> tuple[Message, ...]:
     """The chat turn ``index`` (0-based) of an episode record saw, rebuilt from the record's deltas."""
-    turns: Sequence[dict[str, Any]] = record["turns"]
+    turns: Sequence[TurnRecord] = record["turns"]
     turn = turns[index]
-    if "prompt" in turn:  # format 1: the full chat is stored
-        return tuple(turn["prompt"])
     window = record.get("context_turns")
     first = 0 if window is None else max(0, index - window)
     messages: list[Message] = [{"role": "system", "content": record["instructions"]}]
@@ -116,7 +115,7 @@ def record_messages(record: dict[str, Any], index: int) -> tuple[Message, ...]:
     return tuple(messages)
 
 
-def replay_contexts(record: dict[str, Any]) -> Iterator[Context]:
+def replay_contexts(record: EpisodeRecord) -> Iterator[Context]:
     """The context of every turn of an episode record, in order, as the rollout that wrote it built them
     (without the env side channel: :mod:`harness.mi` adds one that replays the env when a scripted agent asks)."""
     for index, turn in enumerate(record["turns"]):

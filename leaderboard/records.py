@@ -1,7 +1,8 @@
 """The harness's run files (config.json, episodes.jsonl) as the leaderboard reads them.
 
-This is the only module that knows the field names of :mod:`harness.records` and :mod:`harness.runner`,
-so a change there is a change here only. It also turns a suite split into a harness ``RunConfig``
+Episode lines are checked against the harness's own schema (:data:`harness.records.EpisodeRecord`, with the
+fields a replay needs); config.json's fields are read here only, so a change in :mod:`harness.runner` is a
+change here only. It also turns a suite split into a harness ``RunConfig``
 (``harness run … --suite official``) and finds which suite split a run's config.json is.
 """
 
@@ -12,23 +13,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from harness.records import EpisodeRecord, TurnRecord, record_problem
 from leaderboard.suite import SUITES, Suite
 
 
 class RecordError(ValueError):
-    """An episode line that does not have the harness's shape."""
+    """An episode line that is not a replayable :data:`harness.records.EpisodeRecord`."""
 
 
 @dataclass(frozen=True)
-class EpisodeRecord:
-    """One line of episodes.jsonl, type-checked; ``raw`` is the parsed dict (harness metrics take it)."""
+class ParsedEpisode:
+    """One line of episodes.jsonl, type-checked; ``raw`` is the parsed record (harness metrics take it)."""
 
     line: int
     env_id: str
     env_kwargs: dict[str, Any]
     seed: int
     sample: int
-    raw: dict[str, Any]
+    raw: EpisodeRecord
 
     @property
     def name(self) -> str:
@@ -36,78 +38,25 @@ class EpisodeRecord:
         return f"episode {self.env_id} seed {self.seed} sample {self.sample} (episodes.jsonl line {self.line})"
 
     @property
-    def turns(self) -> list[dict[str, Any]]:
+    def turns(self) -> list[TurnRecord]:
         """The record's turns, as parsed from the JSON line."""
         return self.raw["turns"]
 
 
-def _check(mapping: Any, key: str, kind: type | tuple[type, ...], where: str, nullable: bool = False) -> Any:
-    if not isinstance(mapping, dict) or key not in mapping:
-        raise RecordError(f"{where}: missing field {key!r}")
-    value = mapping[key]
-    if value is None and nullable:
-        return value
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-        names = "/".join(k.__name__ for k in kinds)
-        raise RecordError(f"{where}: field {key!r} must be {names}, got {type(value).__name__}")
-    return value
-
-
-_TURN_FIELDS = (
-    ("user", str, False), ("prefill", str, False), ("response", str, False), ("reasoning", str, True),
-    ("observation", str, False), ("reward", (int, float), False), ("terminated", bool, False),
-    ("truncated", bool, False), ("info", dict, False), ("turn", int, False),
-)  # fmt: skip
-_TURN_FIELDS_V1 = (("prompt", list, False),) + _TURN_FIELDS[1:]
-"""Harness format 1 stored each turn's whole chat (``prompt``) instead of its new user message (``user``)."""
-
-
-_EPISODE_FIELDS = (("agent", str, False), ("instructions", str, False), ("initial_observation", str, False),
-                   ("turns", list, False), ("success", bool, False), ("return", (int, float), False))  # fmt: skip
-
-
-def _fields_ok(mapping: dict, fields: tuple) -> bool:
-    """Fast path: every field present with its type (a bool is not a number)."""
-    for key, kind, nullable in fields:
-        value = mapping.get(key, _MISSING)
-        if value is None and nullable:
-            continue
-        if value is _MISSING or not isinstance(value, kind) or (value.__class__ is bool and kind is not bool):
-            return False
-    return True
-
-
-_MISSING = object()
-
-
-def parse_episode(line_number: int, obj: Any) -> EpisodeRecord:
-    """One parsed JSON line of episodes.jsonl as an :class:`EpisodeRecord`; :class:`RecordError` if malformed."""
-    where = f"episodes.jsonl line {line_number}"
-    if not isinstance(obj, dict):
-        raise RecordError(f"{where}: an episode must be a JSON object")
-    env_id = _check(obj, "env_id", str, where)
-    seed = _check(obj, "seed", int, where)
-    sample = _check(obj, "sample", int, where)
-    kwargs = _check(obj, "env_kwargs", dict, where)
-    where = f"episode {env_id} seed {seed} sample {sample} (episodes.jsonl line {line_number})"
-    if not _fields_ok(obj, _EPISODE_FIELDS):
-        for key, kind, nullable in _EPISODE_FIELDS:
-            _check(obj, key, kind, where, nullable)
-    if obj.get("context_turns") is not None:
-        window = _check(obj, "context_turns", int, where)
-        if window < 0:
-            raise RecordError(f"{where}: field 'context_turns' must be null or >= 0, got {window}")
-    for index, turn in enumerate(obj["turns"], start=1):
-        fields = _TURN_FIELDS_V1 if isinstance(turn, dict) and "prompt" in turn else _TURN_FIELDS
-        if isinstance(turn, dict) and _fields_ok(turn, fields):
-            continue
-        at = f"{where} turn {index}"
-        if not isinstance(turn, dict):
-            raise RecordError(f"{at}: a turn must be a JSON object")
-        for key, kind, nullable in fields:
-            _check(turn, key, kind, at, nullable)
-    return EpisodeRecord(line_number, env_id, kwargs, seed, sample, obj)
+def parse_episode(line_number: int, obj: Any) -> ParsedEpisode:
+    """One parsed JSON line of episodes.jsonl as a :class:`ParsedEpisode`; :class:`RecordError` naming the field
+    when it is not a replayable episode record (:func:`harness.records.record_problem`)."""
+    problem = record_problem(obj, replayable=True)
+    if problem:
+        where = f"episodes.jsonl line {line_number}"
+        if (
+            isinstance(obj, dict)
+            and type(obj.get("env_id")) is str
+            and all(type(obj.get(key)) is int for key in ("seed", "sample"))
+        ):
+            where = f"episode {obj['env_id']} seed {obj['seed']} sample {obj['sample']} ({where})"
+        raise RecordError(f"{where}: {problem}")
+    return ParsedEpisode(line_number, obj["env_id"], obj["env_kwargs"], obj["seed"], obj["sample"], obj)
 
 
 def iter_episode_lines(data: bytes) -> Iterator[tuple[int, Any, str]]:

@@ -14,7 +14,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from leaderboard.records import EpisodeRecord
+from leaderboard.records import ParsedEpisode
 from leaderboard.schema import bounded_number
 
 SELF_REPORTED_EPISODE_METRICS = ("mean_tokens", "token_entropy")
@@ -37,7 +37,7 @@ def _replayable_metrics(samples: int) -> list[tuple[str, Any]]:
     return [*chosen, ("pass@k", lambda eps, k=samples: m.pass_at_k(eps, k))]
 
 
-def recompute_rows(records: list[EpisodeRecord], suite: Any) -> dict[str, dict[str, Any]]:
+def recompute_rows(records: list[ParsedEpisode], suite: Any) -> dict[str, dict[str, Any]]:
     """``{env_id: {metric: {"value", "stderr", "n"} | {..., "unavailable"}}}`` for the replayable metrics."""
     from harness import metrics as m
     from harness.records import sort_episodes

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.pack import ArchiveError, Limits, read_archive
-from leaderboard.records import EpisodeRecord, RecordError, iter_episode_lines, parse_episode, run_identity
+from leaderboard.records import ParsedEpisode, RecordError, iter_episode_lines, parse_episode, run_identity
 from leaderboard.schema import METADATA, SubmissionMetadata, check_manifest, self_reported_problem
 from leaderboard.suite import Episode, Suite, env_version, find_suite
 from leaderboard.summary import SITE_COLLAPSE, compare_summaries, recompute_rows, self_reported_metrics, site_numbers
@@ -81,12 +81,10 @@ def _load_json(members: dict[str, bytes], name: str, problems: _Problems) -> Any
 class Replayer:
     """Replays episode records exactly as the harness rolled them out; one env per (id, kwargs), reused.
 
-    ``context_turns`` is the run's prompt window (config.json). A record stores each turn's new user message
-    (harness format 2): it must be the one the harness builds from the replayed observation and reward, and
+    ``context_turns`` is the run's prompt window (config.json). A record stores each turn's new user message:
+    it must be the one the harness builds from the replayed observation and reward, and
     the record's window must be the run's; the rest of the chat is the instructions and the recorded
-    responses, checked by the replay itself. A format-1 record stores every turn's whole chat (``prompt``):
-    it must equal the one the harness builds from the replayed observations and the recorded earlier
-    responses (so an edit to a non-final response that leaves its copy in a later prompt shows there).
+    responses, checked by the replay itself.
     """
 
     def __init__(self, context_turns: int | None = None) -> None:
@@ -114,7 +112,7 @@ class Replayer:
             self._envs[key] = env
         return env
 
-    def replay(self, record: EpisodeRecord) -> str | None:
+    def replay(self, record: ParsedEpisode) -> str | None:
         """None when ``record`` replays exactly, else the first difference, naming the episode and turn."""
         name, raw = record.name, record.raw
         try:
@@ -142,11 +140,8 @@ class Replayer:
                 return f"{where}: recorded after the episode ended at turn {index - 1}"
             if turn["turn"] != index:
                 return f"{where}: numbered {turn['turn']!r}"
-            if "prompt" not in turn:  # format 2: the turn's new user message
-                if turn["user"] != transcript.current["content"]:
-                    return f"{where}: the recorded user message differs from the one the harness builds from the replay"
-            elif turn["prompt"] != list(transcript.context().messages):
-                return f"{where}: the recorded prompt differs from the one the harness builds (an earlier response or observation was edited)"
+            if turn["user"] != transcript.current["content"]:
+                return f"{where}: the recorded user message differs from the one the harness builds from the replay"
             response = turn["response"]
             if turn["prefill"] != prefill or not response.startswith(prefill):
                 return f"{where}: the response does not start with the prefill {prefill!r}"
@@ -332,7 +327,7 @@ def _verify(path: str | Path, secret: bytes | None, suite: Suite | None, limits:
     context_turns = config["run"].get("context_turns")
 
     # ---- the episodes: parse, match against the split, replay --------------------------------------------
-    records: list[EpisodeRecord] = []
+    records: list[ParsedEpisode] = []
     for number, obj, error in iter_episode_lines(members.get("episodes.jsonl", b"")):
         if error:
             problems.add("json", error)
@@ -384,7 +379,7 @@ def _verify(path: str | Path, secret: bytes | None, suite: Suite | None, limits:
             problems.add("missing", f"episode {key}: missing from episodes.jsonl")
 
     # ---- the summary --------------------------------------------------------------------------------------
-    unique: dict[Episode, EpisodeRecord] = {}
+    unique: dict[Episode, ParsedEpisode] = {}
     for record in records:
         key = Episode(record.env_id, record.seed, record.sample)
         if key in expected_set:

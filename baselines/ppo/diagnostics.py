@@ -20,6 +20,7 @@ from baselines.ppo.rollout import Episode
 from harness.agents.hf import HFAgent
 from harness.agents.registry import AgentOptions
 from harness.mi import SCHEMES, collapse_for
+from harness.records import EpisodeRecord
 from harness.seeding import derive_seed
 from ragen_envs.parsing import reasoning_of
 
@@ -34,20 +35,27 @@ def _response_format(config, turn) -> str:
     return gym.make(env_id, **kwargs).unwrapped.response_format
 
 
-def episode_records(episodes: list[Episode], config) -> list[dict]:
-    """The learner's episodes as harness episode records (the fields ``harness.mi`` reads)."""
+def episode_records(episodes: list[Episode], config) -> list[EpisodeRecord]:
+    """The learner's episodes as harness episode records, with the fields the MI family reads.
+
+    A turn's chat is stored as the harness stores it (the instructions once, each turn's new user message, the
+    window as ``context_turns``): the learner builds its contexts with the harness's ``build_context``, so
+    :func:`harness.prompting.record_messages` rebuilds each turn's chat exactly. The env's step infos are not
+    kept by the learner, so the records have none.
+    """
     kwargs = dict(getattr(config, "env_kwargs", None) or {})
     if getattr(config, "max_turns", None) is not None:
         kwargs["max_turns"] = config.max_turns
     env_id = getattr(config, "env_id", None) or "unknown"
     response_format = None
-    records = []
+    records: list[EpisodeRecord] = []
     for e in episodes:
         if response_format is None and e.turns:
             response_format = _response_format(config, e.turns[0])
         turns = [
             {
-                "prompt": list(t.context.messages),
+                "turn": t.turn,
+                "user": t.context.messages[-1]["content"],
                 "prefill": t.context.prefill,
                 "response": t.response_text,
                 "reasoning": reasoning_of(t.response_text, response_format),
@@ -55,7 +63,10 @@ def episode_records(episodes: list[Episode], config) -> list[dict]:
             }
             for t in e.turns
         ]
-        records.append({"env_id": env_id, "env_kwargs": kwargs, "seed": e.env_seed, "turns": turns})
+        instructions = e.turns[0].context.messages[0]["content"] if e.turns else ""
+        records.append({"env_id": env_id, "env_kwargs": kwargs, "seed": e.env_seed, "sample": e.sample,
+                        "context_turns": getattr(config, "context_turns", None), "instructions": instructions,
+                        "turns": turns, "return": e.episode_return, "success": e.success, "num_turns": len(turns)})  # fmt: skip
     return records
 
 

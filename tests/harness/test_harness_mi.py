@@ -61,11 +61,11 @@ def test_duplicates_are_scored_once_with_identical_results():
 
 
 def record(seed, sample, reasonings):
-    turns = [
-        {"prompt": [{"role": "user", "content": f"s{seed} t{i}"}], "prefill": "<think>", "reasoning": r, "response": ""}
-        for i, r in enumerate(reasonings)
-    ]
-    return {"env_id": "ragen/Bandit-v0", "seed": seed, "sample": sample, "turns": turns}
+    """A record whose turn ``i`` saw the chat (system ``s<seed>``, user ``s<seed> t<i>``): a window of 0 turns."""
+    turn = {"prefill": "<think>", "response": "", "reward": 0.0, "info": {}}
+    turns = [{**turn, "turn": i + 1, "user": f"s{seed} t{i}", "reasoning": r} for i, r in enumerate(reasonings)]
+    return {"agent": "scripted", "env_id": "ragen/Bandit-v0", "seed": seed, "sample": sample, "context_turns": 0,
+            "instructions": f"s{seed}", "turns": turns, "return": 0.0, "success": False, "num_turns": len(turns)}  # fmt: skip
 
 
 def test_sampling_schemes_columns_and_skipped_turns():
@@ -77,7 +77,7 @@ def test_sampling_schemes_columns_and_skipped_turns():
     traj = trajectory_pairs(episodes, np.random.default_rng(0), 64)
     assert len(traj.contexts) == len(traj.texts) == 64 and list(traj.own) == list(range(64))
     assert all(t is not None and not t.startswith("r9") for t in traj.texts)
-    assert {c.messages[0]["content"].split()[1] for c in traj.contexts} == {"t0", "t2"}  # turn 1 (None) skipped
+    assert {c.messages[-1]["content"].split()[1] for c in traj.contexts} == {"t0", "t2"}  # turn 1 (None) skipped
     assert traj.equivalent.sum() > 64  # repeated draws of one turn are equivalent columns
 
 

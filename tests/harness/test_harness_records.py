@@ -108,3 +108,45 @@ def test_resume_keys_episodes_with_seeds_beyond_64_bits_exactly(tmp_path, encode
     path.write_bytes(b"".join(dumps_line({**_record(), "seed": s}) for s in seeds))
     got, valid = read_episodes(path)
     assert [r["seed"] for r in got] == seeds and valid == path.stat().st_size
+
+
+@pytest.fixture(scope="module")
+def real_lines(tmp_path_factory):
+    """The episodes.jsonl lines of a real run (two envs, one multi-turn), as written."""
+    from harness.cli import main
+
+    out = tmp_path_factory.mktemp("runs")
+    args = ["run", "oracle", "--env", "ragen/Bandit-v0,ragen/Sokoban-v0", "--episodes", "2", "--mi-samples", "0"]
+    assert main([*args, "--out", str(out), "--run-id", "r", "--quiet", "--no-plots"]) == 0
+    return (out / "r" / records.EPISODES).read_bytes().splitlines(keepends=True)
+
+
+def test_the_schema_is_what_the_writer_writes_and_a_real_record_round_trips(real_lines):
+    schema_keys = list(records.EpisodeRecord.__annotations__)
+    turn_keys = list(records.TurnRecord.__annotations__)
+    assert any(len(loads_line(line)["turns"]) > 1 for line in real_lines)
+    for line in real_lines:
+        record = loads_line(line)
+        assert list(record) == schema_keys  # every field, in the schema's order
+        assert all(list(turn) == turn_keys for turn in record["turns"])
+        assert records.record_problem(record, replayable=True) is None
+        assert dumps_line(record) == line  # read and written again: the same bytes
+
+
+@pytest.mark.parametrize("field", records.REPLAY_FIELDS)
+def test_a_replay_field_is_optional_for_metrics_and_required_for_a_replay(real_lines, field):
+    record = loads_line(real_lines[0])
+    holder = record if field in records.EpisodeRecord.__annotations__ else record["turns"][0]
+    del holder[field]
+    assert records.record_problem(record) is None
+    assert f"'{field}' is missing" in records.record_problem(record, replayable=True)
+
+
+@pytest.mark.parametrize("field", sorted(records.EpisodeRecord.__required_keys__))
+def test_resume_refuses_a_line_without_a_required_field(tmp_path, real_lines, field):
+    bad = loads_line(real_lines[0])
+    del bad[field]
+    path = tmp_path / records.EPISODES
+    path.write_bytes(dumps_line(bad) + real_lines[1])
+    with pytest.raises(records.RecordsCorrupt, match=f"line 1: field '{field}' is missing"):
+        read_episodes(path)
