@@ -360,7 +360,7 @@ def _env_description(env_id: str) -> str:
 def cmd_ls() -> int:
     """``harness ls``: print the registered envs, agents and metrics with one line each; exit code 0."""
     import ragen_envs
-    from harness.metrics import METRICS
+    from harness.metrics import registry
 
     print("envs:")
     for env_id in ragen_envs.registered_ids():
@@ -374,9 +374,9 @@ def cmd_ls() -> int:
     for name, text in PRESETS.items():
         print(f"  {name:28} {text}")
     print("\nmetrics (MI family per scheme: first_turn/<name>, trajectory/<name>):")
-    for name, (text, higher) in METRICS.items():
-        arrow = {True: "↑", False: "↓", None: " "}[higher]
-        print(f"  {name:28} {arrow} {text}")
+    for name, metric in registry().items():
+        arrow = {True: "↑", False: "↓", None: " "}[metric.higher_is_better]
+        print(f"  {name:28} {arrow} {metric.description}")
     return 0
 
 

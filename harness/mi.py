@@ -8,7 +8,7 @@
 In both, columns whose prompts are text-identical are marked equivalent for retrieval. With ``mi_columns``
 (column subsampling, for when scoring all ``N`` columns costs too much) each row is scored under its own column
 and ``mi_columns - 1`` of its other columns drawn uniformly without replacement, and the family is the
-subsampled estimator of :func:`harness.metrics.collapse_metrics` (``scored``); the draws come after the pairs',
+subsampled estimator of :func:`harness.collapse.collapse_metrics` (``scored``); the draws come after the pairs',
 so a run's pairs are the same with and without it. Turns without
 reasoning text (unparseable or empty ``<think>``) are left out, as in RAGEN. Contexts are rebuilt from the
 records; their :class:`EnvHandle` replays the recorded responses so scripted agents can score exactly.
@@ -30,8 +30,10 @@ import gymnasium as gym
 import numpy as np
 
 from harness.agents.base import Agent, Context, EnvHandle, ScoringUnavailable
-from harness.metrics import Estimate, MetricUnavailable, collapse_metrics
+from harness.collapse import collapse_metrics
+from harness.metrics import Estimate, MetricUnavailable
 from harness.prompting import record_messages
+from harness.records import EpisodeRecord
 from harness.seeding import derive_seed
 
 SCHEMES = ("first_turn", "trajectory")
@@ -58,7 +60,7 @@ def replay_env(env_id: str, kwargs: dict[str, Any], seed: int, responses: tuple[
     return env.unwrapped
 
 
-def turn_context(record: dict[str, Any], index: int) -> Context:
+def turn_context(record: EpisodeRecord, index: int) -> Context:
     """The context of turn ``index`` (0-based) of a record, with a replaying env handle."""
     turn = record["turns"][index]
     responses = tuple(t["response"] for t in record["turns"][:index])
@@ -71,7 +73,7 @@ def _equivalence(contexts: Sequence[Context]) -> np.ndarray:
     return np.array([[a == b for b in keys] for a in keys], dtype=bool)
 
 
-def first_turn_pairs(episodes: Sequence[dict], rng: np.random.Generator, num_samples: int) -> Pairs:
+def first_turn_pairs(episodes: Sequence[EpisodeRecord], rng: np.random.Generator, num_samples: int) -> Pairs:
     """Turn-1 pairs; columns are the distinct env seeds among the drawn pairs."""
     eligible = [ep for ep in episodes if ep["turns"] and ep["turns"][0].get("reasoning")]
     if not eligible:
@@ -89,7 +91,7 @@ def first_turn_pairs(episodes: Sequence[dict], rng: np.random.Generator, num_sam
     return Pairs(contexts, texts, own, _equivalence(contexts))
 
 
-def trajectory_pairs(episodes: Sequence[dict], rng: np.random.Generator, num_draws: int) -> Pairs:
+def trajectory_pairs(episodes: Sequence[EpisodeRecord], rng: np.random.Generator, num_draws: int) -> Pairs:
     """Trajectory-uniform draws: an episode uniformly, then one of its turns with reasoning uniformly."""
     eligible = [
         (ep, [i for i, t in enumerate(ep["turns"]) if t.get("reasoning")])
@@ -193,7 +195,7 @@ def _remember(memo: Memo, keys: list[str], texts: Sequence[str], sums, counts, w
 
 def collapse_for(
     agent: Agent,
-    episodes: Sequence[dict],
+    episodes: Sequence[EpisodeRecord],
     run_seed: int,
     mi_samples: int,
     mi_columns: int | None = None,

@@ -22,24 +22,14 @@ from typing import Any
 
 from harness import metrics as m
 from harness.agents.base import Agent
-from harness.agents.registry import make_agent
+from harness.collapse import COLLAPSE_KEYS, COLLAPSE_SEQ_KEYS, FEW_PROMPTS
 from harness.config import RunConfig
 from harness.mi import SCHEMES, collapse_for
-from harness.records import SUMMARY, sort_episodes, write_json_atomic
+from harness.records import SUMMARY, EpisodeRecord, sort_episodes, write_json_atomic
 
 REPORT_EXTRA = "pip install 'ragen-envs[report]'"
 
-EPISODE_METRICS = (
-    ("success_rate", m.success_rate),
-    ("mean_return", m.mean_return),
-    ("invalid_action_rate", m.invalid_action_rate),
-    ("mean_turns", m.mean_turns),
-    ("mean_tokens", m.mean_tokens),
-    ("token_entropy", m.token_entropy),
-    ("reward_std_in_group", m.reward_std_in_group),
-    ("zero_variance_groups", m.zero_variance_groups),
-)
-MI_KEYS = m.COLLAPSE_KEYS + m.COLLAPSE_SEQ_KEYS
+MI_KEYS = COLLAPSE_KEYS + COLLAPSE_SEQ_KEYS
 
 
 def _unavailable(reason: str) -> dict[str, Any]:
@@ -48,19 +38,23 @@ def _unavailable(reason: str) -> dict[str, Any]:
 
 def summarize(
     config: RunConfig,
-    records: Sequence[dict],
+    records: Sequence[EpisodeRecord],
     agents: dict[str, Agent],
     *,
     run_id: str = "",
     progress: Any = None,
     timings: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The summary document of a run's records (agents are built on demand for MI scoring).
+    """The summary document of a run's records; ``agents`` holds each spec's scoring agent when
+    ``config.mi_samples`` > 0 (the caller builds them: this module renders, it does not load models).
 
     ``progress`` (a :class:`harness.progress.Progress` keyed by agent) advances once per (agent, env) row; ``timings`` gets
     ``"mi_s"``, the seconds spent on the MI family (kept out of the summary, which must not depend on speed).
     """
-    grouped: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    missing = [spec for spec in config.agents if config.mi_samples and spec not in agents]
+    if missing:
+        raise ValueError(f"summarize: no scoring agent for {missing[0]!r} (needed for the MI family, mi_samples > 0)")
+    grouped: dict[tuple[str, str], list[EpisodeRecord]] = defaultdict(list)
     for record in sort_episodes(list(records)):
         grouped[(record["agent"], record["env_id"])].append(record)
     rows = []
@@ -68,13 +62,12 @@ def summarize(
         for plan in config.envs:
             episodes = grouped.get((spec, plan.env_id), [])
             row_metrics: dict[str, Any] = {}
-            for name, fn in (*EPISODE_METRICS, ("pass@k", lambda eps, k=plan.samples: m.pass_at_k(eps, k))):
+            for metric in m.episode_metrics():
                 try:
-                    row_metrics[name] = fn(episodes).to_json()
+                    estimate = metric.fn(episodes, plan.samples) if metric.takes_samples else metric.fn(episodes)
+                    row_metrics[metric.name] = estimate.to_json()
                 except (m.MetricUnavailable, ValueError) as exc:
-                    row_metrics[name] = _unavailable(str(exc))
-            if config.mi_samples and spec not in agents:
-                agents[spec] = make_agent(spec, config.agent_options)
+                    row_metrics[metric.name] = _unavailable(str(exc))
             started = time.perf_counter()
             collapse = (
                 collapse_for(agents[spec], episodes, config.seed, config.mi_samples, config.mi_columns)
@@ -107,7 +100,7 @@ def summarize(
         "run_id": run_id,
         "rows": rows,
         "skipped_envs": dict(config.skipped_envs),
-        "definitions": {name: text for name, (text, _) in m.METRICS.items()},
+        "definitions": m.definitions(),
     }
 
 
@@ -143,7 +136,7 @@ TABLE_COLUMNS = (
 def few_prompts(metrics: dict[str, Any], scheme: str) -> int | None:
     """The scheme's distinct prompts when they are fewer than ``FEW_PROMPTS`` (its MI cells get flagged), else None."""
     count = (metrics.get(f"{scheme}/distinct_prompts") or {}).get("value")
-    return int(count) if count is not None and count < m.FEW_PROMPTS else None
+    return int(count) if count is not None and count < FEW_PROMPTS else None
 
 
 def _cell(metrics: dict[str, Any], key: str, stderr: bool) -> str:
@@ -188,7 +181,7 @@ def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
         "",
         "Per env × agent; ± is one standard error. MI columns use the trajectory-uniform scheme; `n/a` means "
         "the metric is unavailable (see summary.json for why), never zero. An MI-family value marked "
-        f"`(k prompts)` compares fewer than {m.FEW_PROMPTS} distinct prompts: its ± is the spread over reasonings "
+        f"`(k prompts)` compares fewer than {FEW_PROMPTS} distinct prompts: its ± is the spread over reasonings "
         "and says little about how it would move with other prompts (run more seeds).",
         "",
         _markdown_table(header, table_rows(summary)),
@@ -341,7 +334,9 @@ def _warn_missing(what: str, exc: ImportError) -> None:
     warnings.warn(f"{what} skipped ({exc.name or exc} not installed): {REPORT_EXTRA}", stacklevel=3)
 
 
-def write_tables(out: Path, summary: dict[str, Any], records: Sequence[dict] | None, parquet: bool) -> list[str]:
+def write_tables(
+    out: Path, summary: dict[str, Any], records: Sequence[EpisodeRecord] | None, parquet: bool
+) -> list[str]:
     written = []
     try:
         import pandas as pd
@@ -392,7 +387,7 @@ def write_report(
     run_dir: Path,
     summary: dict[str, Any],
     *,
-    records: Sequence[dict] | None = None,
+    records: Sequence[EpisodeRecord] | None = None,
     parquet: bool = False,
     plots: bool = True,
 ) -> None:

@@ -274,6 +274,8 @@ def _execute(config, run_dir, agents, workers, ray_address, progress, parquet, p
         scoring = Progress(dict.fromkeys(config.agents, len(config.envs)), enabled=progress and config.mi_samples > 0,
                            stream=stream or sys.stderr, unit="envs scored (MI)")  # fmt: skip
         timings: dict[str, float] = {}
+        if config.mi_samples:  # the MI family scores with each agent (a process pool's workers had their own)
+            agents.update({s: make_agent(s, config.agent_options) for s in config.agents if s not in agents})
         summary = report.summarize(config, records, agents, run_id=run_dir.name, progress=scoring, timings=timings)
         scoring.close()
         report.write_report(run_dir, summary, records=records, parquet=parquet, plots=plots)

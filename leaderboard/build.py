@@ -19,11 +19,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from harness.metrics import lookup
 from leaderboard.schema import bounded_number
 from leaderboard.store import DEFAULT_STORE, load_entries
 from leaderboard.suite import OFFICIAL, Suite, check_split
 
 COLLAPSE_KEYS = ("mi_estimate", "retrieval_accuracy", "token_entropy")
+"""The self-reported metrics the pages show (names of the harness's metric registry)."""
+RANK_BY = "success_rate"
+"""The metric submissions are ranked by, best first in its registered direction."""
 
 
 # ---- rows: one per submission, with the numbers the pages show ---------------------------------------------
@@ -79,14 +83,16 @@ def rows_for(entries: list[dict[str, Any]], suite: Suite) -> list[dict[str, Any]
         overall = {key: _mean([envs[e].get(key) for e in suite.env_ids]) for key in ("success_rate", *COLLAPSE_KEYS)}
         rows.append({"id": entry["id"], "meta": meta, "envs": envs, "overall": overall, "source": collapse_source(entry),
                      "reproduced": collapse_source(entry) == "reproduced", "has_report": entry.get("has_report", False)})  # fmt: skip
-    rows.sort(key=lambda r: (-(r["overall"]["success_rate"] or 0.0), r["meta"].get("date", ""), r["id"]))
+    best_first = -1.0 if lookup(RANK_BY).higher_is_better else 1.0
+    rows.sort(key=lambda r: (best_first * (r["overall"][RANK_BY] or 0.0), r["meta"].get("date", ""), r["id"]))
     for rank, row in enumerate(rows, start=1):
         row["rank"] = rank
     return rows
 
 
 def _env_rank(rows: list[dict[str, Any]], env_id: str) -> list[dict[str, Any]]:
-    return sorted(rows, key=lambda r: (-(r["envs"][env_id].get("success_rate") or 0.0), r["rank"]))
+    best_first = -1.0 if lookup(RANK_BY).higher_is_better else 1.0
+    return sorted(rows, key=lambda r: (best_first * (r["envs"][env_id].get(RANK_BY) or 0.0), r["rank"]))
 
 
 # ---- formatting ---------------------------------------------------------------------------------------------

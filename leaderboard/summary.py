@@ -1,8 +1,8 @@
 """The run summary, recomputed from the replayed episodes with the harness's own metric functions.
 
 Replayable metrics (success, return, invalid actions, turns, in-group reward spread, pass@k) are pure
-functions of the episodes, which the replay has just proven: they are recomputed with
-``harness.report.EPISODE_METRICS`` and must equal summary.json (``n`` exactly; value and stderr to 1e-9
+functions of the episodes, which the replay has just proven: they are recomputed with the harness's
+registered metrics (``harness.metrics.episode_metrics(replayable_only=True)``) and must equal summary.json (``n`` exactly; value and stderr to 1e-9
 relative, since numpy's vectorised sums may round differently on the submitter's CPU). Metrics
 that need the model (token counts and entropy, the MI proxy family) cannot be replayed: they are read
 from summary.json and shown as *self-reported* (a maintainer's ``leaderboard rerun`` replaces them).
@@ -14,46 +14,34 @@ import math
 from collections import defaultdict
 from typing import Any
 
+from harness import metrics as m
+from harness.records import EpisodeRecord, sort_episodes
 from leaderboard.records import ParsedEpisode
-from leaderboard.schema import bounded_number
+from leaderboard.schema import SELF_REPORTED_BOUNDS, bounded_number
 
-SELF_REPORTED_EPISODE_METRICS = ("mean_tokens", "token_entropy")
 MI_SCHEME = "trajectory"
 """The MI sampling scheme the site shows (the harness's report table shows the same one)."""
 SITE_COLLAPSE = {
-    "mi_estimate": f"{MI_SCHEME}/mi_estimate",
-    "retrieval_accuracy": f"{MI_SCHEME}/retrieval_accuracy",
-    "retrieval_chance": f"{MI_SCHEME}/retrieval_chance",
-    "mi_zscore": f"{MI_SCHEME}/mi_zscore",
-    "token_entropy": "token_entropy",
+    name: f"{MI_SCHEME}/{name}" if m.lookup(name).family == m.COLLAPSE else name for name in SELF_REPORTED_BOUNDS
 }
-
-
-def _replayable_metrics(samples: int) -> list[tuple[str, Any]]:
-    from harness import metrics as m
-    from harness.report import EPISODE_METRICS
-
-    chosen = [(name, fn) for name, fn in EPISODE_METRICS if name not in SELF_REPORTED_EPISODE_METRICS]
-    return [*chosen, ("pass@k", lambda eps, k=samples: m.pass_at_k(eps, k))]
+"""The self-reported metrics the site shows (site name -> summary.json key): those the replay cannot recompute."""
 
 
 def recompute_rows(records: list[ParsedEpisode], suite: Any) -> dict[str, dict[str, Any]]:
     """``{env_id: {metric: {"value", "stderr", "n"} | {..., "unavailable"}}}`` for the replayable metrics."""
-    from harness import metrics as m
-    from harness.records import sort_episodes
-
-    grouped: dict[str, list[dict]] = defaultdict(list)
+    grouped: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for record in sort_episodes([r.raw for r in records]):
         grouped[record["env_id"]].append(record)
     rows = {}
     for entry in suite.entries:
         episodes = grouped.get(entry.env_id, [])
         row = {}
-        for name, fn in _replayable_metrics(entry.samples_per_seed):
+        for metric in m.episode_metrics(replayable_only=True):
             try:
-                row[name] = fn(episodes).to_json()
+                k = entry.samples_per_seed
+                row[metric.name] = (metric.fn(episodes, k) if metric.takes_samples else metric.fn(episodes)).to_json()
             except (m.MetricUnavailable, ValueError) as exc:
-                row[name] = {"value": None, "stderr": None, "n": 0, "unavailable": str(exc)}
+                row[metric.name] = {"value": None, "stderr": None, "n": 0, "unavailable": str(exc)}
         rows[entry.env_id] = {"episodes": len(episodes), "metrics": row}
     return rows
 

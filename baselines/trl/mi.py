@@ -3,7 +3,7 @@
 Every ``every`` optimiser steps (and at step 0, like the learner's ``mi_every``), on the episodes the rollout
 function just played (all of them: the SNR filter's choice does not matter here), the learner's diagnostics
 (:func:`baselines.ppo.diagnostics.mi_family`: the harness's shared cross-scorer and
-``harness.metrics.collapse_metrics``) run with the trainer's model. The hook is ``on_pre_optimizer_step``:
+``harness.collapse.collapse_metrics``) run with the trainer's model. The hook is ``on_pre_optimizer_step``:
 after the backward pass, before the weights move, so the policy scored is the one that sampled the batch,
 as in the learner. Keys are ``collapse_first_turn/*`` and ``collapse_trajectory/*``, logged with the step's
 other metrics (so they reach TensorBoard and W&B through ``report_to``).

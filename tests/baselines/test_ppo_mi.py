@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.metrics import collapse_metrics
+from harness.collapse import collapse_metrics
 
 SHIPPED = Path(__file__).resolve().parents[2] / "baselines" / "tiny" / "model"
 

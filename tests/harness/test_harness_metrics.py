@@ -7,20 +7,16 @@ import math
 import numpy as np
 import pytest
 
+from harness.collapse import COLLAPSE_KEYS, COLLAPSE_SEQ_KEYS, ZScoreEMA, collapse_metrics, topk_hit_probability
 from harness.metrics import (
-    COLLAPSE_KEYS,
-    COLLAPSE_SEQ_KEYS,
     Estimate,
     MetricUnavailable,
-    ZScoreEMA,
-    collapse_metrics,
     invalid_action_rate,
     pass_at_k,
     pass_at_k_unbiased,
     reward_std_in_group,
     success_rate,
     token_entropy,
-    topk_hit_probability,
     zero_variance_groups,
 )
 
@@ -79,7 +75,7 @@ def test_a_single_prompt_makes_the_family_unavailable_not_zero():
 
 
 def test_two_prompts_are_counted_and_flagged_as_few():
-    from harness.metrics import FEW_PROMPTS
+    from harness.collapse import FEW_PROMPTS
 
     m = collapse_metrics([[-1.0, -3.0], [-2.5, -0.5]], [0, 1])
     assert m["distinct_prompts"].value == 2 < FEW_PROMPTS and m["mi_estimate"].value > 0
