@@ -97,3 +97,28 @@ def test_training_time_mi_equals_the_harness_on_the_same_episodes(tmp_path):
     assert row["collapse_first_turn/valid_rate"] == pytest.approx(valid)
     itt = harness["first_turn"]["retrieval_accuracy"].value * valid
     assert row["collapse_first_turn/retrieval_accuracy_itt"] == pytest.approx(itt, abs=1e-9)
+
+
+@pytest.mark.parametrize("window", [None, 0, 1])
+def test_the_learners_records_rebuild_each_turns_chat_exactly(window):
+    """The learner's episodes become harness records storing turn deltas; the chat the MI family rebuilds from
+    them is the context the learner sampled under, whatever the window."""
+    pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from baselines.ppo.diagnostics import episode_records
+    from baselines.ppo.rollout import Episode, TurnSample
+    from harness.prompting import build_context, record_messages, user_message
+
+    system = {"role": "system", "content": "rules"}
+    episode, exchanges, current = Episode(group=0, sample=1, env_seed=7), [], user_message(1, "s1", None)
+    for turn in range(1, 4):
+        context = build_context(system, exchanges, current, "<think>", window)
+        response = f"<think>r{turn}</think><answer>Up</answer>"
+        episode.turns.append(TurnSample(0, 1, turn, context, [], [], [], [], response, reward=0.5))
+        exchanges.append((current, {"role": "assistant", "content": response}))
+        current = user_message(turn + 1, f"s{turn + 1}", 0.5)
+    config = SimpleNamespace(env_id="ragen/Bandit-v0", context_turns=window)
+    [record] = episode_records([episode], config)
+    assert [record_messages(record, i) for i in range(3)] == [t.context.messages for t in episode.turns]
+    assert [t["reasoning"] for t in record["turns"]] == ["r1", "r2", "r3"]
