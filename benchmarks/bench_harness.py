@@ -114,7 +114,7 @@ def as_format_1(record: dict) -> dict:
     """A record as harness format 1 wrote it: every turn's whole chat under ``prompt``."""
     import copy
 
-    from harness.prompting import record_messages
+    from harness.transcript import record_messages
 
     old = copy.deepcopy(record)
     prompts = [list(record_messages(old, i)) for i in range(len(old["turns"]))]

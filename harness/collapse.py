@@ -235,7 +235,7 @@ def collapse_metrics(
             from its other columns. The marginal then weighs each other scored column for ``(N - 1) / (n - 1)``
             columns (an unbiased estimate of the mixture's sum inside the log; exact when rows are
             input-agnostic), and retrieval ranks the own prompt among the row's ``n`` scored columns, with
-            chance ``|equivalent ∩ scored| / n``. Omitted: every entry, the dense estimator of DESIGN.md.
+            chance ``|equivalent ∩ scored| / n``. Omitted: every entry, the dense estimator of docs/design.md.
 
     Raises ``ValueError`` for empty or mis-shaped input, NaN or +inf anywhere scored, and -inf in a row's own
     column (-inf elsewhere is a legitimate log 0, e.g. a deterministic agent under another prompt).

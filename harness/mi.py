@@ -32,9 +32,9 @@ import numpy as np
 from harness.agents.base import Agent, Context, EnvHandle, ScoringUnavailable
 from harness.collapse import collapse_metrics
 from harness.metrics import Estimate, MetricUnavailable
-from harness.prompting import record_messages
 from harness.records import EpisodeRecord
 from harness.seeding import derive_seed
+from harness.transcript import record_messages
 
 SCHEMES = ("first_turn", "trajectory")
 

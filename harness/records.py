@@ -26,7 +26,7 @@ the metrics, the MI family, ``--resume`` and the leaderboard read::
 ``response`` is the full text sent to ``env.step`` (``prefill`` + the agent's continuation), ``observation``
 what ``step`` returned. The chat the agent saw is stored as deltas: ``user`` is the user message the turn
 added, the system prompt is ``instructions``, earlier assistant messages are the earlier responses, and
-``context_turns`` is the window (null: full history); :func:`harness.prompting.record_messages` rebuilds a
+``context_turns`` is the window (null: full history); :func:`harness.transcript.record_messages` rebuilds a
 turn's exact chat.
 """
 

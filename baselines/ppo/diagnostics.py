@@ -40,7 +40,7 @@ def episode_records(episodes: list[Episode], config) -> list[EpisodeRecord]:
 
     A turn's chat is stored as the harness stores it (the instructions once, each turn's new user message, the
     window as ``context_turns``): the learner builds its contexts with the harness's ``build_context``, so
-    :func:`harness.prompting.record_messages` rebuilds each turn's chat exactly. The env's step infos are not
+    :func:`harness.transcript.record_messages` rebuilds each turn's chat exactly. The env's step infos are not
     kept by the learner, so the records have none.
     """
     kwargs = dict(getattr(config, "env_kwargs", None) or {})

@@ -1,7 +1,7 @@
 """Behaviour-cloning data for the tiny model: oracle transcripts mixed with perturbed and failed ones.
 
 Every episode is played in a real env (``gym.make``) and recorded as the chat an LM agent would see
-(built with the harness's own prompt functions, :mod:`harness.prompting`, so the model is trained on
+(built with the harness's own prompt functions, :mod:`harness.transcript`, so the model is trained on
 exactly the prompts ``harness run`` gives it), with a flag per assistant turn saying whether it is a
 training target. Three kinds of episode:
 

@@ -28,7 +28,7 @@ import numpy as np
 from baselines.tiny import MODEL_DIR
 from baselines.tiny.data import DataConfig, Episode, record_all
 from baselines.tiny.tokenizer import IM_END, IM_START, field_labels, train_tokenizer
-from harness.prompting import prefill_for
+from harness.transcript import prefill_for
 from ragen_envs.core import check_range
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from baselines.tiny.data import DataConfig, play_episode, record_episodes
 from baselines.tiny.teacher import teacher_response
-from harness.prompting import user_message
+from harness.transcript import user_message
 
 pytest.importorskip("tokenizers")
 

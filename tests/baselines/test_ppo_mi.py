@@ -108,7 +108,7 @@ def test_the_learners_records_rebuild_each_turns_chat_exactly(window):
 
     from baselines.ppo.diagnostics import episode_records
     from baselines.ppo.rollout import Episode, TurnSample
-    from harness.prompting import build_context, record_messages, user_message
+    from harness.transcript import build_context, record_messages, user_message
 
     system = {"role": "system", "content": "rules"}
     episode, exchanges, current = Episode(group=0, sample=1, env_seed=7), [], user_message(1, "s1", None)

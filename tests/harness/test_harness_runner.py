@@ -16,8 +16,8 @@ import pytest
 
 from harness.agents import Agent, Generation, register_agent
 from harness.cli import main
-from harness.prompting import record_messages
 from harness.records import RecordsCorrupt, read_episodes, sort_episodes
+from harness.transcript import record_messages
 
 ENVS = "ragen/Bandit-v0,ragen/FrozenLake-v0"
 
