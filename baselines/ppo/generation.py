@@ -1,6 +1,6 @@
 """Rollout sampling through the shared decoder, and teacher-forced scoring for the update.
 
-Sampling is :func:`harness.agents.decoding.generate_ids` (the same code the ``hf:``/``tiny`` agents use):
+Sampling is :func:`harness.lm.generation.generate_ids` (the same code the ``hf:``/``tiny`` agents use):
 left-padded batch, one prefill forward, a KV cache, one seeded ``torch.Generator`` per row (a response is a
 function of its prompt and seed, not of the batch), and per-token log-probs and entropies of the distribution
 each token was drawn from. :func:`sample_responses` adapts it to the learner's rollout loop; any other
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from harness.agents.decoding import Decoded, generate_ids
+from harness.lm.generation import Decoded, generate_ids
 
 STOP_TEXT = "</answer>"
 
@@ -28,7 +28,7 @@ def sample_responses(
 ) -> list[Decoded]:
     """One continuation per prompt; stops at EOS (kept) or once ``</answer>`` has been written.
 
-    ``prefixes``: per prompt, the :class:`~harness.agents.decoding.CachedPrefix` its episode's previous turn
+    ``prefixes``: per prompt, the :class:`~harness.lm.kv_cache.CachedPrefix` its episode's previous turn
     left (or None); each returned row carries its own (``Decoded.prefix``) for the next turn.
     """
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id

@@ -25,8 +25,8 @@ import torch
 
 from baselines.ppo.generation import STOP_TEXT, sequence_logprobs
 from baselines.ppo.rollout import Episode, collect_rollouts, prompt_ids
-from harness.agents.decoding import Decoded
 from harness.agents.vllm_agent import SEED_MODULUS, engine_arguments, import_vllm, on_cpu, shutdown
+from harness.lm.generation import Decoded
 from harness.transcript import Transcript
 from ragen_envs.parsing import format_response
 

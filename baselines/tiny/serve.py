@@ -54,7 +54,7 @@ class ModelBackend:
 
     def complete(self, prompt: str, *, temperature: float, max_tokens: int, seed: int, stop: list[str]) -> dict:
         """Generate; cut at the first stop string. Returns text, token texts/log-probs and finish reason."""
-        from harness.agents.decoding import generate_ids
+        from harness.lm.generation import generate_ids
 
         tok = self.tokenizer
         ids = tok.encode(prompt, add_special_tokens=False)
@@ -77,7 +77,7 @@ class ModelBackend:
         """Per-token log-probs of ``prompt`` (the first token has none), with each token's text offset."""
         import torch
 
-        from harness.agents.decoding import _scaled_logprobs
+        from harness.lm.generation import scaled_logprobs
 
         encoded = self.tokenizer(prompt, add_special_tokens=False, return_offsets_mapping=True)
         ids, offsets = encoded["input_ids"], encoded["offset_mapping"]
@@ -85,7 +85,7 @@ class ModelBackend:
         if len(ids) > 1:
             with self.lock, torch.inference_mode():
                 logits = self.model(input_ids=torch.tensor([ids])).logits[0, :-1]  # (T-1, V)
-                logp = _scaled_logprobs(logits, temperature)
+                logp = scaled_logprobs(logits, temperature)
                 values += logp.gather(-1, torch.tensor(ids[1:])[:, None])[:, 0].tolist()
         tokens = [self.tokenizer.decode([t]) for t in ids]
         return {"tokens": tokens, "token_logprobs": values, "text_offset": [start for start, _ in offsets]}

@@ -3,7 +3,7 @@
 Generation renders each context with the tokenizer's chat template (``add_generation_prompt``) followed by
 the prefill, batches prompts of similar length (``batch_size`` per forward, left padding), decodes over the
 KV cache and stops each row at ``</answer>`` (kept), at the model's end-of-sequence tokens (dropped), or at
-the per-turn budget ``max_new_tokens``; see :mod:`harness.agents.decoding`. Every request samples with its
+the per-turn budget ``max_new_tokens``; see :mod:`harness.lm.generation`. Every request samples with its
 own seeded generator, so a response depends on its context and seed only. Each generation carries its
 tokens' log-probs and the entropies of the distributions they were drawn from (``temperature`` applied;
 greedy when it is 0). Identical prompts in a batch (the samples of one env seed) share one prefill, and a
@@ -144,7 +144,7 @@ class HFAgent(Agent):
     # ---- the protocol --------------------------------------------------------------------------------------
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
         """Agent protocol's generate: one :class:`Generation` per request, in order, sampled in length-sorted batches of ``options.batch_size`` with each request's own seed."""
-        from harness.agents.decoding import generate_ids
+        from harness.lm.generation import generate_ids
 
         prompts = [self._encode(self.render(r.context)) for r in requests]
         order = sorted(range(len(requests)), key=lambda i: (len(prompts[i]), i))
@@ -189,7 +189,7 @@ class HFAgent(Agent):
 
     def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
         """Agent protocol's score: teacher-forced log p(``texts[i]`` | ``contexts[i]``) as one :class:`Score` per pair."""
-        from harness.agents.decoding import score_ids
+        from harness.lm.scoring import score_ids
 
         pairs = [self._split(c, t) for c, t in zip(contexts, texts)]
         raw = score_ids(
@@ -204,7 +204,7 @@ class HFAgent(Agent):
 
     def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str], wanted=None):
         """Agent protocol's score_matrix: ``(logprob_sum, num_tokens)`` arrays of shape ``(len(texts), len(contexts))``: every text under every context (``wanted`` optionally masks the entries to compute)."""
-        from harness.agents.decoding import score_matrix_ids
+        from harness.lm.scoring import score_matrix_ids
 
         rendered = [self.render(c) for c in contexts]
         heads = [self._encode(r) for r in rendered]

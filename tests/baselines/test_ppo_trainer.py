@@ -265,7 +265,7 @@ def test_later_turns_start_from_the_previous_turns_keys_and_values(tiny_model_di
 
 def test_rollouts_take_a_backend_sampler(tiny_model_dir, tmp_path):
     """The loop the vLLM engine uses: a sampler callable replaces the model; its ids are what gets recorded."""
-    from harness.agents.decoding import Decoded
+    from harness.lm.generation import Decoded
 
     cfg = small_config(tiny_model_dir, tmp_path)
     trainer = Trainer(cfg)

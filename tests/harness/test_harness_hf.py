@@ -97,7 +97,7 @@ def test_batched_score_matrix_equals_teacher_forcing_each_pair(
     and texts of different lengths, empty and one-token texts, texts that share openings or are prefixes of
     others, whatever the budgets split; and so does its one-chain-per-text form (for attention kernels that
     take no custom 4D mask)."""
-    from harness.agents.decoding import _prefix_trees, score_matrix_ids
+    from harness.lm.scoring import _prefix_trees, score_matrix_ids
 
     ctxs = [
         Context(({"role": "system", "content": "Pick an arm."}, {"role": "user", "content": "Arms: A and B."}), "<think>"),
@@ -138,7 +138,7 @@ def test_batched_score_matrix_equals_teacher_forcing_each_pair(
 def test_score_matrix_with_wanted_scores_exactly_those_pairs(agent, token_budget):
     """Column subsampling: only the wanted pairs are scored, each equal to its full forward; a prompt that
     wants no text does not run; the rest is NaN."""
-    from harness.agents.decoding import score_matrix_ids
+    from harness.lm.scoring import score_matrix_ids
 
     ctxs = contexts(4)
     texts = ["I pull A1 because it is bold", "I pull A1 because", "Turtle", "", "maybe the Dragon arm", "I"]
@@ -167,7 +167,7 @@ def test_score_matrix_with_wanted_scores_exactly_those_pairs(agent, token_budget
 
 
 def test_score_matrix_with_wanted_and_only_empty_texts_still_leaves_the_unwanted_nan(agent):
-    from harness.agents.decoding import score_matrix_ids
+    from harness.lm.scoring import score_matrix_ids
 
     heads = [encode(agent, prompt_text(agent, c)) for c in contexts(2)]
     wanted = np.array([[True, False], [False, True]])
@@ -197,7 +197,7 @@ def test_generation_is_seeded_per_row_batched_with_left_padding(agent):
 
 def test_identical_prompts_share_a_prefill_and_still_sample_apart(agent):
     """Group sampling: K rows of one prompt run one prefill; each row is what its seed gives it alone."""
-    from harness.agents.decoding import generate_ids
+    from harness.lm.generation import generate_ids
 
     prompt = encode(agent, prompt_text(agent, contexts(1)[0]))
     other = encode(agent, prompt_text(agent, contexts(2)[1]))
@@ -222,15 +222,15 @@ def test_identical_prompts_share_a_prefill_and_still_sample_apart(agent):
 def test_decoding_into_growing_buffers_equals_the_stock_cache(agent, monkeypatch):
     """The in-place KV cache (no copy of the whole cache per token) decodes exactly what transformers' cache does,
     with rows leaving the batch at different steps (batch selection, then a new buffer)."""
-    from harness.agents import decoding
+    from harness.lm import generation
 
     prompts = [encode(agent, prompt_text(agent, c)) for c in contexts(5)]
     stops = list(range(3, agent.model.config.vocab_size, 5))  # a fifth of the vocabulary: rows stop at random
     kwargs = dict(temperature=1.0, max_new_tokens=16, stop_ids=stops, pad_id=agent.pad_id)
-    growing = decoding.generate_ids(agent.model, prompts, [0, 1, 2, 3, 4], keep_prefixes=True, **kwargs)
+    growing = generation.generate_ids(agent.model, prompts, [0, 1, 2, 3, 4], keep_prefixes=True, **kwargs)
     assert len({len(g.token_ids) for g in growing}) > 1  # rows left at different steps
-    monkeypatch.setattr(decoding, "_growing_cache", lambda *args, **kw: None)
-    stock = decoding.generate_ids(agent.model, prompts, [0, 1, 2, 3, 4], keep_prefixes=True, **kwargs)
+    monkeypatch.setattr(generation, "growing_cache", lambda *args, **kw: None)
+    stock = generation.generate_ids(agent.model, prompts, [0, 1, 2, 3, 4], keep_prefixes=True, **kwargs)
     for a, b in zip(growing, stock):
         assert a.token_ids == b.token_ids and a.stopped == b.stopped
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
@@ -241,7 +241,7 @@ def test_decoding_into_growing_buffers_equals_the_stock_cache(agent, monkeypatch
 
 def test_a_huge_token_budget_costs_no_memory_when_rows_stop_early(agent):
     """The in-place cache grows geometrically up to the budget; it does not allocate the budget up front."""
-    from harness.agents.decoding import generate_ids
+    from harness.lm.generation import generate_ids
 
     prompts = [encode(agent, prompt_text(agent, c)) for c in contexts(3)]
     every_token = list(range(agent.model.config.vocab_size))
@@ -252,7 +252,8 @@ def test_a_huge_token_budget_costs_no_memory_when_rows_stop_early(agent):
 
 def test_prefixes_are_ignored_by_a_sliding_window_model():
     """Sliding-window layers count cache columns, padding included: such a model prefills every prompt in full."""
-    from harness.agents.decoding import CachedPrefix, generate_ids
+    from harness.lm.generation import generate_ids
+    from harness.lm.kv_cache import CachedPrefix
 
     config = transformers.MistralConfig(
         vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -276,7 +277,7 @@ def test_prefixes_are_ignored_by_a_sliding_window_model():
 
 def test_a_turn_started_from_its_cached_prefix_equals_a_full_prefill(agent):
     """Multi-turn: turn 2 runs only the tokens past what turn 1 left cached, and samples what a full prefill does."""
-    from harness.agents.decoding import generate_ids
+    from harness.lm.generation import generate_ids
 
     kwargs = dict(temperature=1.0, max_new_tokens=12, stop_ids=[], pad_id=agent.pad_id)
     first = [encode(agent, prompt_text(agent, c)) for c in contexts(3)]

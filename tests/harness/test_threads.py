@@ -40,10 +40,10 @@ def model_dir(tmp_path_factory):
 @pytest.fixture
 def seen_threads(monkeypatch):
     """The torch thread count in effect during each generation and each scoring call (the real functions run)."""
-    from harness.agents import decoding
+    from harness.lm import generation, scoring
 
     seen: dict[str, set[int]] = {"generate": set(), "score": set()}
-    real_generate, real_score = decoding.generate_ids, decoding.score_matrix_ids
+    real_generate, real_score = generation.generate_ids, scoring.score_matrix_ids
 
     def generate(*args, **kwargs):
         seen["generate"].add(torch.get_num_threads())
@@ -53,8 +53,8 @@ def seen_threads(monkeypatch):
         seen["score"].add(torch.get_num_threads())
         return real_score(*args, **kwargs)
 
-    monkeypatch.setattr(decoding, "generate_ids", generate)
-    monkeypatch.setattr(decoding, "score_matrix_ids", score)
+    monkeypatch.setattr(generation, "generate_ids", generate)
+    monkeypatch.setattr(scoring, "score_matrix_ids", score)
     before = torch.get_num_threads()
     torch.set_num_threads(3)  # what the process had before the agent: the agent must not inherit it
     yield seen

@@ -137,7 +137,7 @@ class _CharTokenizer:
 
 def test_the_learner_rollout_builds_the_transcript_and_chains_its_token_ids():
     from baselines.ppo.rollout import collect_rollouts
-    from harness.agents.decoding import Decoded
+    from harness.lm.generation import Decoded
 
     tokenizer = _CharTokenizer()
     moves = ["Up", "Left", "Down", "Right"]

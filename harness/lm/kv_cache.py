@@ -1,0 +1,151 @@
+"""The KV cache under generation and scoring (torch and transformers, imported lazily).
+
+Generation appends one token at a time to every layer's keys/values. transformers' ``DynamicLayer`` does that by
+concatenation, copying the whole cache at every new token (quadratic in a long multi-turn history), so
+:func:`growing_cache` builds a ``DynamicCache`` whose layers append in place into buffers with spare room. That
+subclass overrides ``DynamicLayer.update`` and ``crop`` and relies on its internals (``is_initialized``,
+``lazy_initialization(keys, values)``, ``keys``/``values``, ``get_seq_length``), which transformers changes
+between minor releases; so the ``llm`` extra pins transformers to the minor this module is tested against
+(``tests/harness/test_harness_hf.py``: generation into growing buffers equals the stock cache). Moving the pin
+means running those tests on the new version. A model whose cache is not all plain ``DynamicLayer`` (sliding
+windows, other cache classes) gets the model's own cache instead.
+
+Shapes are noted as ``(B, T)`` (batch, time); a layer's keys and values are ``(B, heads, T, head_dim)``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CachedPrefix:
+    """Token ids and the keys/values of all of them, per layer ``(heads, len(ids), head_dim)``: what a row of
+    :func:`generate_ids` leaves for a later prompt that extends it (the next turn of its episode)."""
+
+    ids: tuple[int, ...]
+    layers: tuple[tuple[object, object], ...]
+
+    def reusable(self, prompt: Sequence[int]) -> int:
+        """How many leading tokens of ``prompt`` these keys/values cover (its common prefix with ``ids``),
+        leaving at least the prompt's last token to run (its logits start the sampling)."""
+        limit = min(len(self.ids), len(prompt) - 1)
+        n = 0
+        while n < limit and self.ids[n] == prompt[n]:
+            n += 1
+        return n
+
+
+def cache_keyword(model) -> str:
+    """The forward() keyword of the KV cache: ``cache`` in transformers 5, ``past_key_values`` before."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def cache_of(output):
+    """The KV cache a forward returned (``cache`` in transformers 5, ``past_key_values`` before)."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else output.past_key_values
+
+
+@functools.cache
+def _growing_layer_class():
+    """``DynamicLayer`` that appends in place. The stock layer concatenates, copying the whole cache at every
+    new token (quadratic in a long multi-turn history); this one writes into a buffer with spare room and
+    exposes a view. When full it reallocates with room for as many positions again as it holds (at least 64),
+    but never more than ``reserve`` (the most positions still to come: the token budget), so a huge budget with
+    rows that stop early costs no memory and the copies stay amortised O(1) per token. Batch selection (rows
+    leaving) and ``crop`` make the keys a compact copy or a shorter view; the next append moves them into a new
+    buffer, so a view handed out earlier is never written over."""
+    from transformers.cache_utils import DynamicLayer
+
+    class GrowingLayer(DynamicLayer):
+        def __init__(self, reserve: int) -> None:
+            super().__init__()
+            self.reserve = reserve
+            self._buffers = None
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            length, new = self.get_seq_length(), key_states.shape[-2]
+            buffers = self._buffers
+            if (
+                buffers is None
+                or self.keys.data_ptr() != buffers[0].data_ptr()  # replaced (batch selection): not our view
+                or buffers[0].shape[0] != key_states.shape[0]
+                or length + new > buffers[0].shape[-2]
+            ):
+                capacity = length + new + min(self.reserve, max(length + new, 64))
+                buffers = tuple(s.new_empty((*s.shape[:-2], capacity, s.shape[-1])) for s in (key_states, value_states))
+                if length:
+                    buffers[0][..., :length, :] = self.keys
+                    buffers[1][..., :length, :] = self.values
+                self._buffers = buffers
+            buffers[0][..., length : length + new, :] = key_states
+            buffers[1][..., length : length + new, :] = value_states
+            self.keys, self.values = buffers[0][..., : length + new, :], buffers[1][..., : length + new, :]
+            return self.keys, self.values
+
+        def crop(self, *args, **kwargs):
+            super().crop(*args, **kwargs)
+            self._buffers = None  # the shorter keys are a view of the buffer: appending in place would overwrite
+
+    return GrowingLayer
+
+
+def growing_cache(model, reserve: int):
+    """A ``DynamicCache`` of :func:`_growing_layer_class` layers, or None when the model's cache is not all plain
+    ``DynamicLayer`` (sliding windows, other cache classes, transformers < 4.56): then the model builds its own."""
+    try:
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+    except ImportError:
+        return None
+    config = getattr(model, "config", None)
+    try:
+        cache = DynamicCache(config=config)
+    except Exception:  # a config this transformers cannot map to layer types: let the model decide
+        return None
+    plain = getattr(cache, "layers", None)
+    if not plain or any(type(layer) is not DynamicLayer for layer in plain):
+        return None
+    cache.layers = [_growing_layer_class()(reserve) for _ in plain]
+    return cache
+
+
+def plain_layers(cache) -> list | None:
+    """The cache's layers when every one is a plain (full-attention, growing) ``DynamicLayer``, else None."""
+    layers = getattr(cache, "layers", None)
+    if not layers:
+        return None
+    from transformers.cache_utils import DynamicLayer
+
+    growing = _growing_layer_class()
+    return list(layers) if all(type(layer) in (DynamicLayer, growing) for layer in layers) else None
+
+
+def row_prefix(cache, b: int, row_mask, ids: tuple[int, ...]) -> CachedPrefix:
+    """Batch row ``b``'s keys/values at its real (unpadded) positions, copied out of the batch tensors."""
+    real = row_mask.bool()
+    layers = tuple((layer.keys[b][:, real], layer.values[b][:, real]) for layer in cache.layers)
+    if layers[0][0].shape[1] != len(ids):
+        raise RuntimeError(f"cache row {b} holds {layers[0][0].shape[1]} positions for {len(ids)} fed tokens")
+    return CachedPrefix(ids, layers)
+
+
+def select_cache(cache, index):
+    """A cache holding rows ``index`` (repeats allowed) of ``cache``, which stays reusable."""
+    import copy
+
+    layers = getattr(cache, "layers", None)
+    if layers is not None:  # transformers >= 4.56: rows are gathered, the other rows' tensors are not copied
+        clone = copy.copy(cache)
+        clone.layers = [copy.copy(layer) for layer in layers]
+    else:
+        clone = copy.deepcopy(cache)
+    clone.batch_select_indices(index)
+    return clone
