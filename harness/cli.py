@@ -22,7 +22,8 @@ import typing
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.agents.registry import AgentOptions, available_agents
+from harness.agents.options import AgentOptions
+from harness.agents.registry import available_agents
 from harness.config import (
     BASELINE_AGENTS,
     BASELINE_CONTEXT_TURNS,

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.agents.registry import AgentOptions, parse_spec
+from harness.agents.options import AgentOptions
+from harness.agents.registry import parse_spec
 from ragen_envs.core import check_range
 
 

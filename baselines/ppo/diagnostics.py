@@ -18,7 +18,7 @@ import torch
 from baselines.ppo.batch import normalizer
 from baselines.ppo.rollout import Episode
 from harness.agents.hf import HFAgent
-from harness.agents.registry import AgentOptions
+from harness.agents.options import AgentOptions
 from harness.mi import SCHEMES, collapse_for
 from harness.records import EpisodeRecord
 from harness.seeding import derive_seed

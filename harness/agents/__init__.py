@@ -10,10 +10,12 @@ from harness.agents.base import (
     Score,
     ScoringUnavailable,
 )
-from harness.agents.registry import AgentOptions, available_agents, make_agent, parse_spec, register_agent
+from harness.agents.options import AgentOption, AgentOptions
+from harness.agents.registry import available_agents, make_agent, parse_spec, register_agent
 
 __all__ = [
     "Agent",
+    "AgentOption",
     "AgentOptions",
     "Context",
     "EnvHandle",

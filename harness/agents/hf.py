@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.agents.base import Agent, Context, Generation, Request, Score
-from harness.agents.registry import AgentOptions
+from harness.agents.options import AgentOptions
 from harness.threads import resolve_threads, torch_threads
 from harness.transcript import render_prompt
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.agents.base import Agent, Context, Generation, Request, Score, ScoringUnavailable
-from harness.agents.registry import AgentOptions
+from harness.agents.options import AgentOptions
 from harness.transcript import render_prompt
 from ragen_envs.core import check_choice, check_range
 

