@@ -133,10 +133,12 @@ class BanditEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through 
             reward, arm = (c.risky_reward if self.np_random.random() < c.risky_prob else 0.0), "risky"
         return ActionResult(reward=reward, effective=True, terminated=True, success=arm == c.best_arm)
 
-    def _candidate_actions(self) -> tuple[str, ...]:
+    def candidate_actions(self) -> tuple[str, ...]:
+        """The two arm names, in the order shown."""
         return self.order
 
-    def _oracle(self) -> tuple[str, str]:
+    def oracle(self) -> tuple[str, str]:
+        """The arm with the higher expected reward, with the comparison as reasoning."""
         best = self.risky_name if self.config.best_arm == "risky" else self.safe_name
         c = self.config
         return (

@@ -3,7 +3,8 @@
 A :class:`TextEnv` is a real ``gymnasium.Env[str, str]``: observations are state text, actions are the raw
 text a model wrote. The base class owns everything the contract promises (response parsing, the action
 budget per turn, the format penalty, turn counting, truncation, the info keys, the order of calls); a
-subclass only supplies the rules through a few hooks:
+subclass only supplies the rules through a few hooks (the private ones are called by the base class only; the
+public ones are also what the harness's agents read):
 
 ==========================  ===========================================================================
 hook                        what it does
@@ -13,8 +14,8 @@ hook                        what it does
 ``_instructions() -> str``  the rules, symbols and action grammar (the response-format line is added here)
 ``_parse_action(text)``     a canonical action for one action string, or ``None`` if it is not an action
 ``_apply(action)``          play one canonical action and return an :class:`ActionResult`
-``_oracle() -> (str, str)`` the oracle's reasoning and answer in the current state
-``_candidate_actions()``    optional: action strings ``action_space.sample()`` draws from right now
+``oracle() -> (str, str)``  public: the oracle's reasoning and answer in the current state
+``candidate_actions()``     public, optional: action strings ``action_space.sample()`` draws from right now
 ``_rejection_message(t)``   optional: the feedback for rejected action strings (default: "Unknown action(s)")
 ==========================  ===========================================================================
 
@@ -245,11 +246,15 @@ class TextEnv(gym.Env[str, str]):
     def _apply(self, action: Any) -> ActionResult:
         raise NotImplementedError
 
-    def _oracle(self) -> tuple[str, str]:
+    def oracle(self) -> tuple[str, str]:
+        """The oracle's ``(reasoning, answer)`` in the current state (after ``reset``), the answer in the env's
+        action syntax. Played turn after turn it is the env's best play (:meth:`oracle_response` writes it as a
+        response); the harness's ``oracle`` agent answers with it. Every env implements it."""
         raise NotImplementedError
 
-    def _candidate_actions(self) -> tuple[str, ...]:
-        """Action strings that ``action_space.sample()`` draws from in the current state (may be empty)."""
+    def candidate_actions(self) -> tuple[str, ...]:
+        """Action strings that ``action_space.sample()`` draws from in the current state (may be empty); the
+        harness's ``random`` agent picks among them. Optional: the default offers none."""
         return ()
 
     def _rejection_message(self, unknown: list[str]) -> str:
@@ -280,7 +285,7 @@ class TextEnv(gym.Env[str, str]):
         self._needs_reset = False
         self._generate()
         self._last_observation = clean_observation(self._observe(), self._outside_charset)
-        self.action_space.candidates = self._candidate_actions()
+        self.action_space.candidates = self.candidate_actions()
         info = {"instructions": self.instructions, "turn": 0, "success": False, **self._reset_info()}
         return self._last_observation, info
 
@@ -323,7 +328,7 @@ class TextEnv(gym.Env[str, str]):
             observation = "\n".join(messages) + "\n" + observation
         observation = clean_observation(observation, self._outside_charset)
         self._last_observation = observation
-        self.action_space.candidates = self._candidate_actions()
+        self.action_space.candidates = self.candidate_actions()
         info = {
             "success": success,
             "action_is_valid": parsed.ok and bool(tokens) and not unknown,
@@ -344,5 +349,5 @@ class TextEnv(gym.Env[str, str]):
         """The full response the env's oracle would give now; fed turn after turn, it solves the episode."""
         if self._needs_reset:
             raise ResetNeeded("Cannot ask for the oracle's response before calling env.reset()")
-        thinking, answer = self._oracle()
+        thinking, answer = self.oracle()
         return format_response(thinking, answer, self.response_format)

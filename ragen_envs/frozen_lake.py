@@ -449,7 +449,8 @@ class FrozenLakeEnv(TextEnv):  # noqa: D101 (its docstring is the module's, thro
             return _GOAL if there == self.lake.goal else _HOLE
         return _MOVE
 
-    def _candidate_actions(self) -> tuple[str, ...]:
+    def candidate_actions(self) -> tuple[str, ...]:
+        """The four moves."""
         return ACTIONS
 
     def _reset_info(self) -> dict[str, Any]:
@@ -459,7 +460,8 @@ class FrozenLakeEnv(TextEnv):  # noqa: D101 (its docstring is the module's, thro
         moves, self._moves = self._moves, []
         return {"moves": moves}
 
-    def _oracle(self) -> tuple[str, str]:
+    def oracle(self) -> tuple[str, str]:
+        """A shortest safe path on still ice, the most likely winning moves on slippery ice; at most a turn's worth of moves."""
         lake, names, per_turn = self.lake, cell_texts(self.config.size), self.max_actions_per_turn
         here, goal = names[self.player], names[lake.goal]
         if self.config.slip == 0:

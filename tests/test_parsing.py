@@ -295,7 +295,7 @@ class CounterEnv(TextEnv):
             return ActionResult(reward=0.5, effective=True)
         return ActionResult(reward=0.0, effective=False)
 
-    def _oracle(self) -> tuple[str, str]:
+    def oracle(self) -> tuple[str, str]:
         return "win now", "win"
 
 

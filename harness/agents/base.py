@@ -85,11 +85,11 @@ class EnvHandle:
 
     def candidate_actions(self) -> tuple[str, ...]:
         """The action strings the env offers in this state (may be empty for free-form envs)."""
-        return tuple(self.env._candidate_actions())
+        return tuple(self.env.candidate_actions())
 
     def oracle(self) -> tuple[str, str]:
         """The env oracle's (reasoning, answer) in this state."""
-        return self.env._oracle()
+        return self.env.oracle()
 
 
 @dataclass(frozen=True)

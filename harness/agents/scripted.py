@@ -118,7 +118,7 @@ class OracleAgent(Agent):
         for request in requests:
             context = request.context
             env = _handle(context, "oracle").env  # the unwrapped env: one attribute walk per request, not three
-            thinking, answer = env._oracle()
+            thinking, answer = env.oracle()
             response = format_response(thinking, answer, env.response_format, reasoning_before_answer=True)
             words = len(thinking.split()) + len(answer.split())
             out.append(Generation(_continuation(context, response), words, None, (0.0,) * words))

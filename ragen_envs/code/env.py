@@ -264,7 +264,8 @@ class CodeExecEnv(TextEnv):  # noqa: D101 (its docstring is the module's, throug
             "cases (empty inputs, boundaries, repeated values); reconsider them."
         )
 
-    def _candidate_actions(self) -> tuple[str, ...]:
+    def candidate_actions(self) -> tuple[str, ...]:
+        """Three wrong implementations with the right signature (``return None``, the first argument, ``raise``)."""
         p = self.problem
         params = ", ".join(p.arg_names)
         first = p.arg_names[0] if p.arg_names else "None"
@@ -274,7 +275,8 @@ class CodeExecEnv(TextEnv):  # noqa: D101 (its docstring is the module's, throug
             f"def {p.name}({params}):\n    raise NotImplementedError",
         )
 
-    def _oracle(self) -> tuple[str, str]:
+    def oracle(self) -> tuple[str, str]:
+        """The problem's reference implementation in a code block."""
         p = self.problem
         return (f"I implement {p.name} as described and check it against the examples.", f"```python\n{p.reference}```")
 

@@ -81,7 +81,8 @@ class SingleAnswerEnv(TextEnv):
     def _step_info(self) -> dict[str, Any]:
         return {"attempts": self.attempts}
 
-    def _candidate_actions(self) -> tuple[str, ...]:
+    def candidate_actions(self) -> tuple[str, ...]:
+        """The reference answer and a few others near it (fixed guesses when the answer is not a number)."""
         value = self.reference_value
         if value is None:
             return (self.reference, "0", "1", "42")
@@ -89,6 +90,7 @@ class SingleAnswerEnv(TextEnv):
             value = value.numerator
         return tuple(dict.fromkeys(format_number(v) for v in (value, value + 1, value * 2, -value, 0)))
 
-    def _oracle(self) -> tuple[str, str]:
+    def oracle(self) -> tuple[str, str]:
+        """The worked solution and the reference answer."""
         answer = self.reference if self.reference_value is None else format_number(self.reference_value)
         return self.worked_solution, answer

@@ -311,7 +311,8 @@ class CountdownEnv(TextEnv):  # noqa: D101 (its docstring is the module's, throu
         p = self.problem
         return {"target": p.target, "numbers": list(p.numbers), "solution": p.solution}
 
-    def _candidate_actions(self) -> tuple[str, ...]:
+    def candidate_actions(self) -> tuple[str, ...]:
+        """The solution and five other expressions over the given numbers."""
         nums = [str(n) for n in self.problem.numbers]
         if not nums:
             return ()
@@ -325,6 +326,7 @@ class CountdownEnv(TextEnv):  # noqa: D101 (its docstring is the module's, throu
             f"{nums[0]} * {nums[1]} - " + " - ".join(nums[2:]) if len(nums) > 2 else f"{nums[0]} - {nums[1]}",
         )
 
-    def _oracle(self) -> tuple[str, str]:
+    def oracle(self) -> tuple[str, str]:
+        """The stored solution and a line checking that it reaches the target."""
         p = self.problem
         return f"I need {p.target} from {list(p.numbers)}. {p.solution} = {p.target}.", p.solution

@@ -126,7 +126,7 @@ class MathWordEnv(SingleAnswerEnv):  # noqa: D101 (its docstring is the module's
         self.question = self.problem.text
         self.reference_value = self.problem.answer
         self.reference = format_number(self.problem.answer)
-        self.worked_solution = ""  # written on demand by _oracle
+        self.worked_solution = ""  # written on demand by oracle()
         self.attempts = 0
 
     def _task_instructions(self) -> str:
@@ -136,7 +136,8 @@ class MathWordEnv(SingleAnswerEnv):  # noqa: D101 (its docstring is the module's
         p = self.problem
         return {"answer": self.reference, "family": p.family, "steps": p.steps, "solution": list(p.solution)}
 
-    def _oracle(self) -> tuple[str, str]:
+    def oracle(self) -> tuple[str, str]:
+        """The problem's solution steps as reasoning (written once per episode) and the reference answer."""
         if not self.worked_solution and self.problem is not None:
             self.worked_solution = " ".join(f"{line}." for line in self.problem.solution)
-        return super()._oracle()
+        return super().oracle()

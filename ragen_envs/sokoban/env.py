@@ -249,11 +249,13 @@ class SokobanEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through
             f"{self.max_turns * self.max_actions_per_turn} actions in all."
         )
 
-    def _candidate_actions(self) -> tuple[str, ...]:
+    def candidate_actions(self) -> tuple[str, ...]:
+        """The four pushes."""
         return ACTIONS
 
     # ---- oracle -------------------------------------------------------------------------------------------
-    def _oracle(self) -> tuple[str, str]:
+    def oracle(self) -> tuple[str, str]:
+        """The next moves of an optimal (or at least verified) solution from here, re-planned when the player left the plan."""
         level = self.level
         cols = level.cols
         # Re-plan when the agent left the plan, and once to replace a verified (non-optimal) plan by an

@@ -170,7 +170,8 @@ class WebShopEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through
             return ActionResult(reward=reward, effective=True, terminated=True, success=reward == 1.0)
         return ActionResult(reward=0.0, effective=self.page != before)
 
-    def _candidate_actions(self) -> tuple[str, ...]:
+    def candidate_actions(self) -> tuple[str, ...]:
+        """Every clickable on the page, and two searches for the task when the page has a search box."""
         if self.page is None or self.page.kind == "done":
             return ()
         found = [f"click[{key}]" for key in self.page.clickables()]
@@ -178,7 +179,8 @@ class WebShopEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through
             found += [f"search[{self.task.query}]", f"search[{self.task.query} {self.task.attributes[0]}]"]
         return tuple(found)
 
-    def _oracle(self) -> tuple[str, str]:
+    def oracle(self) -> tuple[str, str]:
+        """The scripted shopper's next step on this page (search, open a matching product, pick its options, buy)."""
         if self.page.kind == "done":
             return "The purchase is made.", "click[buy now]"
         return next_action(self.shop, self.task, self.page, self._product)
