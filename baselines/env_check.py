@@ -12,8 +12,8 @@ from typing import Any
 import gymnasium as gym
 
 import ragen_envs  # noqa: F401  (registers the ids)
-from harness.config import resolve_env_id
 from harness.transcript import Transcript
+from ragen_envs import resolve_env_id
 
 
 def check_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> str:

@@ -34,9 +34,9 @@ from harness.config import (
     available_plans,
     baseline_plan,
     preset_config,
-    resolve_env_id,
 )
 from harness.threads import threads_argument
+from ragen_envs import resolve_env_id
 
 
 def _context_turns(text: str) -> int | None:

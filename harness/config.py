@@ -129,21 +129,6 @@ def available_plans(plans: Sequence[EnvPlan]) -> tuple[tuple[EnvPlan, ...], dict
     return tuple(kept), skipped
 
 
-def resolve_env_id(name: str) -> str:
-    """A registered ``ragen/*`` id for ``name`` (an id, or ``Name-vN`` without the prefix); else "did you mean"."""
-    import ragen_envs
-
-    ids = ragen_envs.registered_ids()
-    for candidate in (name, f"ragen/{name}"):
-        if candidate in ids:
-            return candidate
-    close = difflib.get_close_matches(name, ids, n=1, cutoff=0.6) or difflib.get_close_matches(
-        f"ragen/{name}", ids, n=1, cutoff=0.6
-    )
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"Unknown env {name!r}.{hint} Available: {', '.join(ids)}")
-
-
 # ---- presets --------------------------------------------------------------------------------------------------
 BASELINE_AGENTS = ("random", "oracle", "tiny")
 """``tiny`` is the LM shipped in ``baselines/tiny/model``: real success, MI and entropy from a language model."""

@@ -8,7 +8,7 @@ from gymnasium.envs.registration import register
 
 from ragen_envs._version import __version__
 
-__all__ = ["__version__", "registered_ids"]
+__all__ = ["__version__", "registered_ids", "resolve_env_id"]
 
 
 def registered_ids() -> list[str]:
@@ -16,6 +16,21 @@ def registered_ids() -> list[str]:
     from gymnasium.envs.registration import registry
 
     return sorted(env_id for env_id in registry if env_id.startswith("ragen/"))
+
+
+def resolve_env_id(name: str) -> str:
+    """A registered ``ragen/*`` id for ``name`` (an id, or ``Name-vN`` without the prefix); else "did you mean"."""
+    import difflib
+
+    ids = registered_ids()
+    for candidate in (name, f"ragen/{name}"):
+        if candidate in ids:
+            return candidate
+    close = difflib.get_close_matches(name, ids, n=1, cutoff=0.6) or difflib.get_close_matches(
+        f"ragen/{name}", ids, n=1, cutoff=0.6
+    )
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise ValueError(f"Unknown env {name!r}.{hint} Available: {', '.join(ids)}")
 
 
 # ---- planning -------------------------------------------------------------------------------------------

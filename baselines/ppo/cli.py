@@ -72,7 +72,7 @@ def config_from_args(args: argparse.Namespace) -> PPOConfig:
         if value is not None:
             values[f.name] = value
     if "env_id" in values:  # the harness's "did you mean", before the learner starts
-        from harness.config import resolve_env_id
+        from ragen_envs import resolve_env_id
 
         values["env_id"] = resolve_env_id(str(values["env_id"]))
     config = PPOConfig.from_dict(values)

@@ -78,7 +78,7 @@ def check_env(config: ServeConfig) -> str:
     """The resolved env id, after making (and closing) one env; ``ValueError`` with one line if it cannot be."""
     import gymnasium as gym
 
-    from harness.config import resolve_env_id  # the one "unknown env, did you mean" in the project
+    from ragen_envs import resolve_env_id  # the one "unknown env, did you mean" in the project
 
     env_id = resolve_env_id(config.env_id)
     try:
