@@ -5,8 +5,8 @@ concatenation, copying the whole cache at every new token (quadratic in a long m
 :func:`growing_cache` builds a ``DynamicCache`` whose layers append in place into buffers with spare room. That
 subclass overrides ``DynamicLayer.update`` and ``crop`` and relies on its internals (``is_initialized``,
 ``lazy_initialization(keys, values)``, ``keys``/``values``, ``get_seq_length``), which transformers changes
-between minor releases; so the ``llm`` extra pins transformers to the minor this module is tested against
-(``tests/harness/test_harness_hf.py``: generation into growing buffers equals the stock cache). Moving the pin
+between minor releases; so the ``llm`` extra bounds transformers by the versions the test lanes run this module
+under (``tests/harness/test_harness_hf.py``: generation into growing buffers equals the stock cache). Moving the bound
 means running those tests on the new version. A model whose cache is not all plain ``DynamicLayer`` (sliding
 windows, other cache classes) gets the model's own cache instead.
 
