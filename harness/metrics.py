@@ -134,9 +134,8 @@ def _description(fn: Callable) -> str:
 
 
 def registry() -> dict[str, Metric]:
-    """Every registered metric by name, in registration order (the episode family, then the collapse family)."""
-    import harness.collapse  # noqa: F401  (registers the collapse family, which imports this module)
-
+    """Every registered metric by name, in registration order (the episode family, then the collapse family, which
+    the ``harness`` package registers on import)."""
     return dict(_REGISTRY)
 
 
