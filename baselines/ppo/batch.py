@@ -34,7 +34,7 @@ class Row:
     sample: int
     sequence: list[int]
     spans: list[tuple[int, int]]
-    old_logp: torch.Tensor = field(default=None)  # (L,) over the spans' tokens, in order
+    old_logp: torch.Tensor | None = None  # (L,) over the spans' tokens, in order; None: on-policy (the loss's own)
     ref_logp: torch.Tensor | None = None
     old_values: torch.Tensor | None = None
     advantages: torch.Tensor = field(default=None)
@@ -84,15 +84,25 @@ def _gather(rows: list[Row], matrix: torch.Tensor) -> list[torch.Tensor]:
     return [matrix[b, _columns(row).to(matrix.device)].detach().float().cpu() for b, row in enumerate(rows)]
 
 
+def single_step(config, global_rows: int) -> bool:
+    """Whether the update is one optimiser step on the whole batch (one epoch, one minibatch of all
+    ``global_rows`` rows, every rank's): then no old log-prob pass is needed (see the module docstring)."""
+    return config.ppo_epochs == 1 and global_rows <= config.minibatch_size
+
+
 @torch.no_grad()
 def fill_old_stats(rows: list[Row], policy, critic, reference, temperature: float, micro: int) -> None:
-    """Old log-probs (and values, reference log-probs) of every row under the current models."""
+    """Old log-probs (and values, reference log-probs) of every row under the current models; ``policy`` None
+    skips the old log-probs (a :func:`single_step` update computes them in the loss)."""
+    if policy is None and critic is None and reference is None:
+        return
     for start in range(0, len(rows), micro):
         chunk = rows[start : start + micro]
         seqs, spans = [r.sequence for r in chunk], [r.spans for r in chunk]
-        logp, _, _, _ = sequence_logprobs(policy, seqs, spans, temperature)
-        for row, vec in zip(chunk, _gather(chunk, logp)):
-            row.old_logp = vec
+        if policy is not None:
+            logp, _, _, _ = sequence_logprobs(policy, seqs, spans, temperature)
+            for row, vec in zip(chunk, _gather(chunk, logp)):
+                row.old_logp = vec
         if reference is not None:
             ref, _, _, _ = sequence_logprobs(reference, seqs, spans, temperature)
             for row, vec in zip(chunk, _gather(chunk, ref)):
@@ -167,7 +177,13 @@ def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool
     want_entropy = config.entropy_coef > 0 or parts
     logp, mask, entropy, _ = sequence_logprobs(policy, seqs, spans, config.temperature, with_entropy=want_entropy)
     width = logp.shape[1]
-    old = _scatter(rows, [r.old_logp for r in rows], width).to(logp.device)
+    on_policy = [r.old_logp is None for r in rows]
+    if all(on_policy):  # a single-step update: the sampling weights are these weights
+        old = logp.detach()
+    elif any(on_policy):
+        raise ValueError("a micro-batch mixes rows with and without old log-probs: fill_old_stats fills all or none")
+    else:
+        old = _scatter(rows, [r.old_logp for r in rows], width).to(logp.device)
     adv = _scatter(rows, [r.advantages for r in rows], width).to(logp.device)
     mode = config.aggregation
     pg_loss, stats = ppo_policy_loss(

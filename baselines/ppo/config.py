@@ -80,7 +80,8 @@ class PPOConfig:
     context_turns: int | None = None
     """Earlier turns kept in the prompt (None = full history)."""
     ppo_epochs: int = 1
-    """Passes over the kept batch per iteration."""
+    """Passes over the kept batch per iteration. With 1, and every kept row in one minibatch, the update is
+    on-policy and skips the old log-prob pass (the loss's own log-probs, detached, stand in, as in verl/TRL)."""
     minibatch_size: int = 32
     """Turn samples per optimiser step."""
     micro_batch_size: int = 8

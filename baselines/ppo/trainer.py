@@ -8,7 +8,9 @@ One iteration (``Trainer.iteration``):
      computed; an empty selection skips the update (logged as ``rollout/empty_after_filter``). With
      ``filter_selection="random"`` the same number of groups is kept, drawn at random (a control);
   4. old log-probs, values (critic, GAE, whitened over the kept batch) or group-relative advantages (GRPO,
-     Dr.GRPO), optional reference log-probs for a KL loss;
+     Dr.GRPO), optional reference log-probs for a KL loss; old log-probs are skipped when the update is one
+     optimiser step on the whole batch (``ppo_epochs`` 1, every row in one minibatch): the loss then uses its
+     own log-probs, detached, as verl and TRL do on-policy (``batch.single_step``);
   5. ``ppo_epochs`` passes of minibatches with gradient accumulation over micro-batches; under ``torchrun``
      every rank rolls out its share of the groups and gradients are summed across ranks with one global
      token normaliser, so N ranks make exactly the update one process makes on the combined batch.
@@ -291,7 +293,9 @@ class Trainer:
         update_start = time.perf_counter()
         if not stats.empty:  # every rank takes part (collectives inside), even one holding no kept group
             rows, by_episode = B.build_rows(chosen)
-            B.fill_old_stats(rows, self.policy, self.critic, self.reference, cfg.temperature, cfg.micro_batch_size)
+            # one optimiser step on the whole batch: the loss's own log-probs, detached, are the old ones
+            scorer = None if B.single_step(cfg, int(self.dist.sum(float(len(rows))))) else self.policy
+            B.fill_old_stats(rows, scorer, self.critic, self.reference, cfg.temperature, cfg.micro_batch_size)
             B.fill_advantages(chosen, by_episode, cfg, reduce=self.dist.sum)
             log.update(self._update(rows, iteration))
         log["timing/update_s"] = time.perf_counter() - update_start

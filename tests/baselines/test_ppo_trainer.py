@@ -312,3 +312,59 @@ def test_random_drop_keeps_as_many_groups_and_buckets_log_scaled_and_raw_norms(t
             raw = row[f"grad_norm_raw/bucket{b}/entropy"]
             assert row[f"grad_norm/bucket{b}/entropy"] == pytest.approx(0.05 * raw)
             assert f"grad_norm/bucket{b}/kl" not in row  # no reference model: RAGEN skips the component
+
+
+def test_single_step_update_uses_its_own_logprobs_as_the_old_ones(tiny_model_dir, tmp_path):
+    cfg = small_config(tiny_model_dir, tmp_path, samples_per_prompt=4)
+    trainer = Trainer(cfg)
+    episodes = collect_rollouts(trainer.policy, trainer.tokenizer, cfg, 0, [0, 1])
+    two_pass, by_episode = B.build_rows(episodes)
+    B.fill_old_stats(two_pass, trainer.policy, trainer.critic, None, cfg.temperature, 4)
+    B.fill_advantages(episodes, by_episode, cfg)
+    on_policy = [dataclasses.replace(row, old_logp=None, old_values=None) for row in two_pass]
+    B.fill_old_stats(on_policy, None, trainer.critic, None, cfg.temperature, 4)  # values only
+    assert all(row.old_logp is None and row.old_values is not None for row in on_policy)
+    denominator = B.normalizer(two_pass, cfg)
+
+    def loss_and_grads(rows):
+        trainer.policy.zero_grad(set_to_none=True)
+        loss, stats = B.policy_loss(rows, trainer.policy, cfg, denominator)
+        loss.backward()
+        return float(loss.detach()), stats, {n: p.grad.clone() for n, p in trainer.policy.named_parameters() if p.grad is not None}
+
+    loss_a, stats_a, grads_a = loss_and_grads(two_pass)
+    loss_b, stats_b, grads_b = loss_and_grads(on_policy)
+    assert loss_b == pytest.approx(loss_a, rel=1e-5, abs=1e-7)
+    assert stats_b["approx_kl"] == 0 and stats_b["clipfrac"] == 0  # the ratio is exactly 1
+    assert grads_a.keys() == grads_b.keys() and grads_a
+    for name in grads_a:
+        torch.testing.assert_close(grads_b[name], grads_a[name], atol=1e-6, rtol=1e-4, msg=name)
+    with pytest.raises(ValueError, match="mixes rows"):
+        B.policy_loss([two_pass[0], on_policy[1]], trainer.policy, cfg, denominator)
+
+
+@pytest.mark.parametrize(("minibatch_size", "ppo_epochs", "skips"), [(16, 1, True), (2, 1, False), (16, 2, False)])
+def test_the_learner_skips_the_old_logprob_pass_only_for_one_step_and_updates_alike(
+    tiny_model_dir, tmp_path, monkeypatch, minibatch_size, ppo_epochs, skips
+):
+    scorers = []
+    fill = B.fill_old_stats
+
+    def recording(rows, policy, *args):
+        scorers.append(policy)
+        return fill(rows, policy, *args)
+
+    monkeypatch.setattr(B, "fill_old_stats", recording)
+    cfg = small_config(tiny_model_dir, tmp_path / "skip", iterations=1, minibatch_size=minibatch_size,
+                       micro_batch_size=2, ppo_epochs=ppo_epochs, adam_eps=1.0)  # fmt: skip
+    trainer = Trainer(cfg)
+    skipped = trainer.train(resume=False)[0]
+    assert "losses/pg_loss" in skipped and len(scorers) == 1
+    assert (scorers[0] is None) == skips
+    # the same run with the old log-prob pass forced gives the same update, to float tolerance
+    monkeypatch.setattr(B, "single_step", lambda config, rows: False)
+    forced = Trainer(dataclasses.replace(cfg, out_dir=str(tmp_path / "forced")))
+    two_pass = forced.train(resume=False)[0]
+    assert scorers[1] is forced.policy
+    assert_same_params(params_of(trainer.policy), params_of(forced.policy), atol=1e-6)
+    assert skipped["losses/pg_loss"] == pytest.approx(two_pass["losses/pg_loss"], rel=1e-5, abs=1e-7)
