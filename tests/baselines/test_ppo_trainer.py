@@ -330,7 +330,8 @@ def test_single_step_update_uses_its_own_logprobs_as_the_old_ones(tiny_model_dir
         trainer.policy.zero_grad(set_to_none=True)
         loss, stats = B.policy_loss(rows, trainer.policy, cfg, denominator)
         loss.backward()
-        return float(loss.detach()), stats, {n: p.grad.clone() for n, p in trainer.policy.named_parameters() if p.grad is not None}
+        grads = {n: p.grad.clone() for n, p in trainer.policy.named_parameters() if p.grad is not None}
+        return float(loss.detach()), stats, grads
 
     loss_a, stats_a, grads_a = loss_and_grads(two_pass)
     loss_b, stats_b, grads_b = loss_and_grads(on_policy)
