@@ -94,6 +94,11 @@ def mi_family(policy, tokenizer, episodes: list[Episode], config, draws: int | n
         run_seed = derive_seed("train-mi", getattr(config, "seed", 0), int(draws))
     schemes = list(getattr(config, "mi_schemes", None) or SCHEMES)
     results = collapse_for(agent, records, run_seed, config.mi_samples, schemes=schemes)
+    return family_log(results, records, schemes)
+
+
+def family_log(results: dict, records: list[dict], schemes: list[str]) -> dict[str, float]:
+    """``harness.mi.collapse_for``'s results as the learner logs them (also the verl and TRL adapters')."""
     out: dict[str, float] = {}
     for scheme, metrics in results.items():
         if isinstance(metrics, str):  # unavailable (e.g. no turn has reasoning): no pairs, the family absent

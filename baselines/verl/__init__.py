@@ -2,9 +2,10 @@
 
     bash scripts/install-verl.sh                       # its own venv: verl 0.9 pins transformers < 5.11
     python -c "from baselines.verl import write_dataset; write_dataset('data/sokoban.parquet', 'ragen/Sokoban-v0', range(512))"
-    python -m baselines.verl.main --config-name ragen_ppo ...   # see baselines/verl/config/ragen_ppo.yaml
+    python -m baselines.verl.main data.train_files=... actor_rollout_ref.model.path=...   # baselines/verl/config/ragen_ppo.yaml
 
-Importing this package registers the ``ragen_agent`` loop with verl.
+Importing this package registers the ``ragen_agent`` loop with verl. The SNR filter and MI logging live in
+:mod:`baselines.verl.trainer` (``RagenPPOTrainer``), which ``baselines.verl.main`` runs.
 """
 
 from baselines.verl.compat import require_verl

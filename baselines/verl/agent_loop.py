@@ -9,8 +9,10 @@ log-probs. The episode's return (format penalties included) is ``reward_score``,
 response token (``rm_scores``), so no reward function is needed.
 
 Per-episode facts travel in ``extra_fields``: ``reward_extra_info`` (``episode_return``, ``success``,
-``turns``: usable as verl's ``algorithm.filter_groups.metric``) and ``ragen_turns`` (each model turn's
-response-token span and reasoning text, read by the MI diagnostics in :mod:`baselines.verl.trainer`).
+``turns``: usable as verl's ``algorithm.filter_groups.metric``), ``ragen_turns`` (each model turn's
+response-token span, user message, prefill, response, reasoning and reward) and ``ragen_episode`` (env id,
+kwargs, seed, instructions): together an episode record of the harness, which the MI diagnostics in
+:mod:`baselines.verl.trainer` read.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class RagenAgentLoop(AgentLoopBase):
             prompt_ids = await self.ct_build_initial_tokens(messages) + prefill_ids
             ids, mask, logprobs = list(prompt_ids), [], None
             turns: list[dict[str, Any]] = []
+            user = messages[-1]["content"]
             episode_return, success, truncated_by_budget = 0.0, False, False
             request_id = uuid4().hex  # one id per episode: the server manager keeps its turns on one server
             while True:
@@ -100,17 +103,21 @@ class RagenAgentLoop(AgentLoopBase):
                 ids = merged.token_ids
                 text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
                 response = prefill + text
-                turns.append({"start": start, "end": len(mask), "reasoning": reasoning_of(response, response_format)})
+                turn = {"start": start, "end": len(mask), "user": user, "prefill": prefill, "response": response,
+                        "reasoning": reasoning_of(response, response_format)}  # fmt: skip
+                turns.append(turn)
                 # envs are fast, but some run a sandboxed process per step: off the event loop
                 observation, reward, terminated, truncated, info = await self.loop.run_in_executor(
                     None, env.step, response
                 )
+                turn["reward"] = float(reward)
                 episode_return += float(reward)
                 if terminated or truncated:
                     success = bool(info.get("success", False))
                     break
                 previous = [*messages, {"role": "assistant", "content": response}]
                 messages = [*previous, user_message(len(turns) + 1, observation, float(reward))]
+                user = messages[-1]["content"]
                 merged, mask, logprobs = await self.ct_merge_context_msg(previous, messages, ids, mask, logprobs)
                 ids = merged.token_ids + prefill_ids
                 mask = mask + [0] * len(prefill_ids)
@@ -133,6 +140,8 @@ class RagenAgentLoop(AgentLoopBase):
                     "truncated_by_budget": float(truncated_by_budget),
                 },
                 "ragen_turns": turns,
+                "ragen_episode": {"env_id": env_id, "env_kwargs": env_kwargs, "seed": seed,
+                                  "instructions": messages[0]["content"]},  # fmt: skip
                 "turn_scores": [],
                 "tool_rewards": [],
             },

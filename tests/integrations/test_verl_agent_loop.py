@@ -173,7 +173,8 @@ def test_untested_verl_minor_names_the_install(monkeypatch):
 
 
 def test_example_run_composes_with_verls_config(tmp_path):
-    """examples/verl_ragen_grpo.sh's overrides are valid verl 0.9 config keys (composed by Hydra, not run)."""
+    """examples/verl_ragen_grpo.sh's overrides are valid keys of ragen_ppo.yaml on verl 0.9's config (composed by
+    Hydra and checked as ``baselines.verl.main`` checks them, not run)."""
     import os
     import stat
     import subprocess
@@ -185,14 +186,17 @@ def test_example_run_composes_with_verls_config(tmp_path):
         "import json, os, sys, verl\n"
         "from hydra import compose, initialize_config_dir\n"
         "from omegaconf import OmegaConf\n"
-        "with initialize_config_dir(config_dir=os.path.join(os.path.dirname(verl.__file__), 'trainer', 'config'),"
-        " version_base=None):\n"
-        "    cfg = compose(config_name='ppo_trainer', overrides=sys.argv[1:])\n"
+        "from baselines.verl.trainer import RagenOptions, check_trainer_config\n"
+        "assert sys.argv[1] == 'baselines.verl.main', sys.argv[1]\n"
+        f"with initialize_config_dir(config_dir={str(root / 'baselines' / 'verl' / 'config')!r}, version_base=None):\n"
+        "    cfg = compose(config_name='ragen_ppo', overrides=sys.argv[2:])\n"
+        "RagenOptions.from_config(cfg.ragen)\n"
+        "check_trainer_config(cfg)\n"
         "print(json.dumps(OmegaConf.to_container(cfg)))\n"
     )
     python = tmp_path / "python"  # stands in for the venv's python: runs the dataset step, composes the training step
     python.write_text(
-        f'#!/bin/bash\nif [ "$1" = "-m" ]; then shift 2; exec {sys.executable} {compose} "$@"; fi\nexec {sys.executable} "$@"\n'
+        f'#!/bin/bash\nif [ "$1" = "-m" ]; then shift; exec {sys.executable} {compose} "$@"; fi\nexec {sys.executable} "$@"\n'
     )
     python.chmod(python.stat().st_mode | stat.S_IEXEC)
     env = {
@@ -207,7 +211,9 @@ def test_example_run_composes_with_verls_config(tmp_path):
                           text=True, timeout=600, cwd=root)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     config = json.loads(done.stdout.strip().splitlines()[-1])
-    assert config["algorithm"]["filter_groups"]["enable"] is True
+    assert config["algorithm"]["filter_groups"]["enable"] is False  # RAGEN's filter instead of DAPO's
+    assert config["ragen"]["filter"]["value"] == 0.9 and config["ragen"]["mi"]["every"] == 5
+    assert config["trainer"]["use_v1"] is False
     assert config["actor_rollout_ref"]["rollout"]["agent"]["default_agent_loop"] == AGENT_NAME
     assert config["actor_rollout_ref"]["actor"]["clip_ratio_high"] == 0.28
     assert "wandb" in config["trainer"]["logger"]

@@ -1,0 +1,63 @@
+"""``python -m baselines.verl.main [verl overrides]``: verl's PPO main with :class:`RagenPPOTrainer`.
+
+The config is verl 0.9's ``ppo_trainer`` plus a ``ragen`` section (``baselines/verl/config/ragen_ppo.yaml``):
+RAGEN-2's SNR filter and the MI family run inside the trainer (see :mod:`baselines.verl.trainer`). verl's own
+driver (``verl.trainer.main_ppo``) starts Ray and a task runner that builds the DataProto trainer by name; the
+runner here builds ``RagenPPOTrainer`` instead, with verl's runner code otherwise unchanged.
+"""
+
+from __future__ import annotations
+
+import hydra
+
+from baselines.verl.compat import require_verl
+
+require_verl()
+import ray  # noqa: E402
+from verl.trainer import main_ppo_v0  # noqa: E402
+
+
+def _legacy_runner_class():
+    """verl's task runner class behind its ``@ray.remote`` wrapper (Ray keeps it as the actor's class)."""
+    metadata = getattr(main_ppo_v0.TaskRunner, "__ray_metadata__", None)
+    runner = getattr(metadata, "modified_class", None)
+    if runner is None:
+        raise RuntimeError("cannot reach verl's TaskRunner class behind ray.remote: an untested ray version")
+    return runner
+
+
+@ray.remote(num_cpus=1)
+class RagenTaskRunner(main_ppo_v0.BaseTaskRunner):
+    """verl's task runner (``main_ppo_v0.TaskRunner.run``), building ``RagenPPOTrainer``."""
+
+    def run(self, config):
+        from baselines.verl.trainer import RagenPPOTrainer
+
+        # TaskRunner.run builds the trainer by this module-level name; this process runs only this runner
+        main_ppo_v0.RayPPOTrainer = RagenPPOTrainer
+        return _legacy_runner_class().run(self, config)
+
+
+def launch(config) -> None:
+    """Validate the ``ragen`` section and verl's settings it relies on, then run verl's PPO driver."""
+    from verl.trainer.main_ppo import run_ppo
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+    from verl.utils.device import auto_set_device
+
+    from baselines.verl.trainer import RagenOptions, check_trainer_config
+
+    RagenOptions.from_config(config.get("ragen"))
+    check_trainer_config(config)
+    auto_set_device(config)
+    validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    run_ppo(config, task_runner_class=RagenTaskRunner)
+
+
+@hydra.main(config_path="config", config_name="ragen_ppo", version_base=None)
+def main(config) -> None:
+    launch(config)
+
+
+if __name__ == "__main__":
+    main()
