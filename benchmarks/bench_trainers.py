@@ -13,9 +13,10 @@ Round 0 of each is a warm-up and not counted; medians of the rest. ``bandit-nati
 TRL's own single-turn path (``transformers`` ``generate`` on the rendered prompt, a reward function that steps
 the env), to time TRL's generation too.
 
-What each does per step: the learner rolls out, scores old log-probs (one no-grad forward), builds one row
-per episode and runs micro-batches of 16 rows (forward + backward) into one optimiser step; TRL calls the
-rollout function, skips old log-probs (on-policy: one step per generation), and runs its loss over the 64 rows
+What each does per step: the learner rolls out, builds one row per episode and runs micro-batches of 16 rows
+(forward + backward) into one optimiser step, without an old log-prob pass (one step on the whole batch is
+on-policy: the loss's own log-probs, detached, are the old ones); TRL calls the rollout function, skips old
+log-probs the same way (one step per generation), and runs its loss over the 64 rows
 in 4 accumulated forward + backward passes of 16 (``--trl-rows-per-pass 64`` for one pass, TRL's simplest
 config, which is much slower here: one padded 64-row batch of ~700 positions).
 """
