@@ -104,6 +104,9 @@ class RagenOptions:
     def from_config(cls, section: Any) -> RagenOptions:
         """From the ``ragen`` config section (``filter`` and ``mi`` sub-sections; missing keys keep defaults)."""
         section = section or {}
+        unknown = [key for key in section if key not in ("filter", "mi")]
+        if unknown:
+            raise ValueError(f"unknown key ragen.{unknown[0]}; allowed: filter, mi")
         out: dict[str, Any] = {}
         for group in ("filter", "mi"):
             values = dict(section.get(group) or {})

@@ -103,6 +103,8 @@ def test_filter_errors_name_the_fix():
         RagenOptions.from_config({"filter": {"mode": "top-p"}})
     with pytest.raises(ValueError, match="unknown key ragen.mi.sample; allowed: .*samples"):
         RagenOptions.from_config({"mi": {"sample": 3}})
+    with pytest.raises(ValueError, match="unknown key ragen.filters; allowed: filter, mi"):
+        RagenOptions.from_config({"filters": {}})
 
 
 # ---- MI ------------------------------------------------------------------------------------------------
