@@ -31,8 +31,9 @@ from baselines.verl.trainer import (  # noqa: E402
     update_plan,
 )
 from harness.mi import collapse_for  # noqa: E402
-from harness.prompting import prefill_for, user_message  # noqa: E402
 from harness.seeding import derive_seed  # noqa: E402
+from harness.transcript import prefill_for, user_message  # noqa: E402
+from ragen_envs.parsing import reasoning_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = str(ROOT / "baselines" / "tiny" / "model")
@@ -110,8 +111,6 @@ def test_filter_errors_name_the_fix():
 # ---- MI ------------------------------------------------------------------------------------------------
 def played(env_id: str, seed: int, responses: list[str]) -> tuple[dict, list[dict]]:
     """``ragen_episode`` and ``ragen_turns`` as the agent loop writes them, for scripted responses."""
-    from baselines.ppo.diagnostics import reasoning_of
-
     env = gym.make(env_id, max_turns=len(responses))
     observation, info = env.reset(seed=seed)
     prefill = prefill_for(env.unwrapped.response_format)
@@ -121,7 +120,7 @@ def played(env_id: str, seed: int, responses: list[str]) -> tuple[dict, list[dic
         response = prefill + text
         observation, reward, terminated, truncated, _ = env.step(response)
         turns.append({"start": 0, "end": 0, "user": user, "prefill": prefill, "response": response,
-                      "reasoning": reasoning_of(response), "reward": float(reward)})  # fmt: skip
+                      "reasoning": reasoning_of(response, env.unwrapped.response_format), "reward": float(reward)})  # fmt: skip
         last = float(reward)
         if terminated or truncated:
             break
