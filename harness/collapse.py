@@ -137,7 +137,7 @@ def retrieval_accuracy(candidates: Sequence[np.ndarray], right: Sequence[np.ndar
     ``candidates[i]`` are row ``i``'s scored entries and ``right[i]`` which of them are its own prompt (or an
     equivalent one); the expected top-``k`` hit under uniform tie-breaking (:func:`topk_hit_probability`).
     """
-    return Estimate.of([topk_hit_probability(row, correct, k) for row, correct in zip(candidates, right)])
+    return Estimate.of([topk_hit_probability(row, correct, k) for row, correct in zip(candidates, right, strict=True)])
 
 
 @metric(higher_is_better=None, family=COLLAPSE)

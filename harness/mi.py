@@ -139,7 +139,7 @@ def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[st
     """
     memo = {} if memo is None else memo
     keys = [c.key() for c in pairs.contexts]
-    context_of = dict(zip(reversed(keys), reversed(pairs.contexts)))  # first context of each key
+    context_of = dict(zip(reversed(keys), reversed(pairs.contexts), strict=True))  # first context of each key
     if pairs.scored is None:
         texts = list(dict.fromkeys(pairs.texts))
         todo: dict[tuple[str, ...], list[str]] = {}  # missing texts -> the context keys that miss exactly those
@@ -152,7 +152,7 @@ def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[st
             _remember(memo, group, missing, sums, counts)
     else:
         needed: dict[str, dict[str, None]] = {}  # context key -> its texts still to score, in first-seen order
-        for text, row in zip(pairs.texts, pairs.scored):
+        for text, row in zip(pairs.texts, pairs.scored, strict=True):
             for j in np.flatnonzero(row):
                 if (keys[j], text) not in memo:
                     needed.setdefault(keys[j], {})[text] = None
@@ -169,7 +169,10 @@ def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[st
                 sums, counts = agent.score_matrix([context_of[k] for k in group], missing)
             _remember(memo, group, missing, sums, counts, wanted)
     scored = np.ones((len(pairs.texts), len(keys)), dtype=bool) if pairs.scored is None else pairs.scored
-    entries = [[(k, t) if s else None for k, s in zip(keys, row)] for t, row in zip(pairs.texts, scored)]
+    entries = [
+        [(k, t) if s else None for k, s in zip(keys, row, strict=True)]
+        for t, row in zip(pairs.texts, scored, strict=True)
+    ]
     # unscored entries: NaN sums (never read by collapse_metrics) over a count of 1
     sums = np.array([[memo[e][0] if e else math.nan for e in row] for row in entries], dtype=np.float64)
     counts = np.array([[memo[e][1] if e else 1 for e in row] for row in entries], dtype=np.float64)

@@ -162,7 +162,7 @@ def format_table(summary: dict[str, Any]) -> str:
     header = ["env", "agent", "n", *(title for title, _, _ in TABLE_COLUMNS)]
     body = table_rows(summary)
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header, *body]]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in [header, *body]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

@@ -126,7 +126,7 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
         if len(generations) != len(requests):
             raise RuntimeError(f"agent {agent.spec!r} returned {len(generations)} generations for {len(requests)}")
         still, ended = [], []
-        for ep, gen in zip(active, generations):
+        for ep, gen in zip(active, generations, strict=True):
             transcript = ep.transcript
             response = transcript.prefill + gen.text
             observation, reward, terminated, truncated, info = ep.env.step(response)

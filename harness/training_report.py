@@ -112,7 +112,8 @@ def plot_curves(
     columns = min(3, len(shown))
     lines = -(-len(shown) // columns)
     fig, axes = plt.subplots(lines, columns, figsize=(4.6 * columns, 3.3 * lines), squeeze=False)
-    for ax, (key, label) in zip(axes.flat, shown):
+    # the grid can hold more axes than there are plots: the spare ones are blanked below
+    for ax, (key, label) in zip(axes.flat, shown, strict=False):
         for name, runs in groups.items():
             by_iteration: dict[int, list[float]] = {}
             for rows in runs:

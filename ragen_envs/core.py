@@ -300,7 +300,7 @@ class TextEnv(gym.Env[str, str]):
         parsed = parse_response(action, self.response_format)
         tokens = split_actions(parsed.answer, self.action_separator, self.max_actions_per_turn) if parsed.ok else []
         actions = [self._parse_action(token) for token in tokens]
-        unknown = [token for token, act in zip(tokens, actions) if act is None]
+        unknown = [token for token, act in zip(tokens, actions, strict=True) if act is None]
 
         reward, effective, terminated, success, messages = 0.0, False, False, False, []
         if not parsed.ok or not tokens:

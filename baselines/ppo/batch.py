@@ -75,7 +75,7 @@ def _columns(row: Row) -> torch.Tensor:
 def _scatter(rows: list[Row], values: list[torch.Tensor], width: int) -> torch.Tensor:
     """Place per-row span vectors into a (B, width) tensor at their columns."""
     out = torch.zeros((len(rows), width))
-    for b, (row, vec) in enumerate(zip(rows, values)):
+    for b, (row, vec) in enumerate(zip(rows, values, strict=True)):
         out[b, _columns(row)] = vec.float().cpu()
     return out
 
@@ -101,15 +101,15 @@ def fill_old_stats(rows: list[Row], policy, critic, reference, temperature: floa
         seqs, spans = [r.sequence for r in chunk], [r.spans for r in chunk]
         if policy is not None:
             logp, _, _, _ = sequence_logprobs(policy, seqs, spans, temperature)
-            for row, vec in zip(chunk, _gather(chunk, logp)):
+            for row, vec in zip(chunk, _gather(chunk, logp), strict=True):
                 row.old_logp = vec
         if reference is not None:
             ref, _, _, _ = sequence_logprobs(reference, seqs, spans, temperature)
-            for row, vec in zip(chunk, _gather(chunk, ref)):
+            for row, vec in zip(chunk, _gather(chunk, ref), strict=True):
                 row.ref_logp = vec
         if critic is not None:
             values, _ = critic(seqs, spans)
-            for row, vec in zip(chunk, _gather(chunk, values)):
+            for row, vec in zip(chunk, _gather(chunk, values), strict=True):
                 row.old_values = vec
 
 

@@ -156,9 +156,9 @@ def grad_norm_buckets(rows_by_group: dict[int, list], group_std: dict[int, float
                     if not term.requires_grad or (name == "kl" and not has_kl):
                         continue
                     grads = torch.autograd.grad(term, params, retain_graph=True, allow_unused=True)
-                    grads = [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]
+                    grads = [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True)]
                     if name in sums:
-                        sums[name] = [a + b for a, b in zip(sums[name], grads)]
+                        sums[name] = [a + b for a, b in zip(sums[name], grads, strict=True)]
                     else:
                         sums[name] = grads
             for name, grads in sums.items():

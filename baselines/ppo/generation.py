@@ -64,7 +64,7 @@ def sequence_logprobs(
     ids = torch.zeros((len(sequences), width), dtype=torch.long)
     attention = torch.zeros_like(ids)
     mask = torch.zeros((len(sequences), width - 1))
-    for row, (seq, row_spans) in enumerate(zip(sequences, spans)):
+    for row, (seq, row_spans) in enumerate(zip(sequences, spans, strict=True)):
         ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
         attention[row, : len(seq)] = 1
         for start, end in row_spans:

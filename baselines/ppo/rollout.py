@@ -128,7 +128,7 @@ def collect_rollouts(
             break
         turn += 1
         contexts = [s["transcript"].context() for s in live]
-        prompts = [next_prompt(tokenizer, s, c) for s, c in zip(live, contexts)]
+        prompts = [next_prompt(tokenizer, s, c) for s, c in zip(live, contexts, strict=True)]
         seeds = [
             derive_seed("train-sample", config.seed, iteration, s["episode"].group, s["episode"].sample, turn)
             for s in live
@@ -147,9 +147,9 @@ def collect_rollouts(
                     max_new_tokens=config.max_new_tokens, temperature=config.temperature,
                     prefixes=[live[i].pop("prefix", None) for i in rows],  # the previous turn's keys/values
                 )  # fmt: skip
-            for i, out in zip(rows, decoded):
+            for i, out in zip(rows, decoded, strict=True):
                 outputs[i] = out
-        for slot, context, prompt, out in zip(live, contexts, prompts, outputs):
+        for slot, context, prompt, out in zip(live, contexts, prompts, outputs, strict=True):
             response_ids = list(out.token_ids)
             text = tokenizer.decode(response_ids, skip_special_tokens=True)
             observation, reward, terminated, truncated, info = slot["env"].step(context.prefill + text)

@@ -120,7 +120,7 @@ class VLLMEngine:
         outputs = self.llm.generate([{"prompt_token_ids": s} for s in sequences], params, use_tqdm=False)
         return [
             [float(out.prompt_logprobs[k][seq[k]].logprob) for k in range(start, end)]
-            for seq, (start, end), out in zip(sequences, spans, outputs)
+            for seq, (start, end), out in zip(sequences, spans, outputs, strict=True)
         ]
 
     def probe_gap(self, policy) -> float:
@@ -157,7 +157,7 @@ class VLLMEngine:
         for out in outputs:
             completion = out.outputs[0]
             ids = tuple(completion.token_ids)
-            logprobs = [float(step[token].logprob) for token, step in zip(ids, completion.logprobs or [])]
+            logprobs = [float(step[token].logprob) for token, step in zip(ids, completion.logprobs or [], strict=True)]
             stopped = completion.finish_reason == "stop"
             sampled.append(Decoded(ids, tuple(logprobs), (), stopped))  # vLLM returns no full entropies
         return sampled

@@ -40,7 +40,7 @@ def rollout_lm(agent, env_id: str, seeds: Iterable[int], sample_seed: int = 0) -
     seeds = list(seeds)
     envs = [gym.make(env_id) for _ in seeds]
     transcripts, results = [], []
-    for env, seed in zip(envs, seeds):
+    for env, seed in zip(envs, seeds, strict=True):
         obs, info = env.reset(seed=seed)
         transcripts.append(Transcript(info["instructions"], obs, env.unwrapped.response_format))
         results.append({"seed": seed, "success": False, "turns": 0, "parsed": 0, "return": 0.0})
@@ -52,7 +52,7 @@ def rollout_lm(agent, env_id: str, seeds: Iterable[int], sample_seed: int = 0) -
         ]
         generations = agent.generate(requests)
         still = []
-        for i, generation in zip(live, generations):
+        for i, generation in zip(live, generations, strict=True):
             response = transcripts[i].prefill + generation.text
             obs, reward, terminated, truncated, info = envs[i].step(response)
             record = results[i]

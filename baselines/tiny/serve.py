@@ -103,7 +103,7 @@ def _cut_at_stop(tokens: list[str], logprobs: list[float], stop: list[str], incl
         return text, tokens, logprobs, False
     end = cut + (len(hit) if include else 0)
     kept, kept_lp, used = [], [], 0
-    for piece, lp in zip(tokens, logprobs):
+    for piece, lp in zip(tokens, logprobs, strict=True):
         if used >= end:
             break
         kept.append(piece)
@@ -132,7 +132,7 @@ def stream_chunks(result: dict, body: dict) -> list[dict]:
     else:
         head["object"] = "text_completion"
         logprobs = body.get("logprobs") is not None
-        for piece, lp in zip(choice["tokens"], choice["token_logprobs"]):
+        for piece, lp in zip(choice["tokens"], choice["token_logprobs"], strict=True):
             part: dict[str, Any] = {"index": 0, "text": piece, "finish_reason": None}
             if logprobs:
                 part["logprobs"] = {"tokens": [piece], "token_logprobs": [lp]}
@@ -249,7 +249,9 @@ def make_handler(backend: ModelBackend, api_key: str | None):
                 "finish_reason": "stop" if hit else result["finish_reason"],
             }
             if body.get("logprobs"):
-                choice["logprobs"] = {"content": [{"token": t, "logprob": lp} for t, lp in zip(tokens, logprobs)]}
+                choice["logprobs"] = {
+                    "content": [{"token": t, "logprob": lp} for t, lp in zip(tokens, logprobs, strict=True)]
+                }
             if not body.get("stream"):
                 del choice["tokens"]
             return {

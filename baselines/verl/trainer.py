@@ -211,7 +211,9 @@ def episode_records(batch: DataProto) -> list[dict]:
     if missing:
         raise ValueError(f"MI needs the ragen_agent loop's {missing[0]} column (agent_name: ragen_agent rows)")
     records = []
-    for episode, turns in zip(batch.non_tensor_batch["ragen_episode"], batch.non_tensor_batch["ragen_turns"]):
+    for episode, turns in zip(
+        batch.non_tensor_batch["ragen_episode"], batch.non_tensor_batch["ragen_turns"], strict=True
+    ):
         records.append({
             "env_id": episode["env_id"], "env_kwargs": dict(episode["env_kwargs"]), "seed": int(episode["seed"]),
             "instructions": episode["instructions"],
@@ -251,7 +253,7 @@ def pair_batch(
     response_ids = torch.full((b, width_r), pad_id, dtype=torch.long)
     prompt_mask = torch.zeros((b, width_p), dtype=torch.long)
     response_mask = torch.zeros((b, width_r), dtype=torch.long)
-    for i, (p, r) in enumerate(zip(prompts, responses)):
+    for i, (p, r) in enumerate(zip(prompts, responses, strict=True)):
         if p:
             prompt_ids[i, width_p - len(p) :] = torch.tensor(p)
             prompt_mask[i, width_p - len(p) :] = 1
@@ -299,7 +301,7 @@ class ActorScorer:
         rendered = [render_context(self.tokenizer, c) for c in contexts]
         heads = [self.tokenizer.encode(r, add_special_tokens=False) for r in rendered]
         bodies = [text_ids(self.tokenizer, rendered[0], heads[0], t) for t in texts]
-        entries = [(i, j) for i, j in zip(*np.nonzero(np.ones(shape, bool) if wanted is None else wanted))]
+        entries = [(i, j) for i, j in zip(*np.nonzero(np.ones(shape, bool) if wanted is None else wanted), strict=True)]
         todo = []
         for i, j in entries:
             if bodies[i]:
@@ -314,7 +316,7 @@ class ActorScorer:
                                self.temperature)  # fmt: skip
             logp = self.log_probs(pairs)[: len(chunk)].double().cpu()
             mask = pairs.batch["response_mask"][: len(chunk)].double()
-            for (i, j), total, n in zip(chunk, (logp * mask).sum(-1).tolist(), mask.sum(-1).tolist()):
+            for (i, j), total, n in zip(chunk, (logp * mask).sum(-1).tolist(), mask.sum(-1).tolist(), strict=True):
                 sums[i, j], counts[i, j] = total, n
         return sums, counts
 

@@ -169,7 +169,7 @@ class HFAgent(Agent):
                 prefixes=[None if e is None else previous.pop(e, None) for e in episodes],  # freed once used
                 keep_prefixes=any(e is not None for e in episodes),
             )
-            for i, episode, out in zip(rows, episodes, decoded):
+            for i, episode, out in zip(rows, episodes, decoded, strict=True):
                 results[i] = self._to_generation(out)
                 if episode is not None and out.prefix is not None:
                     self._prefixes[episode] = out.prefix
@@ -191,7 +191,7 @@ class HFAgent(Agent):
         """Agent protocol's score: teacher-forced log p(``texts[i]`` | ``contexts[i]``) as one :class:`Score` per pair."""
         from harness.lm.scoring import score_ids
 
-        pairs = [self._split(c, t) for c, t in zip(contexts, texts)]
+        pairs = [self._split(c, t) for c, t in zip(contexts, texts, strict=True)]
         raw = score_ids(
             self.model,
             [p for p, _ in pairs],

@@ -293,7 +293,7 @@ class OpenAIAgent(Agent):
                 f"{self.config.base_url}/completions returned no prompt log-probs (echo + logprobs unsupported?)"
             ) from error
         start, end = len(prompt), len(prompt) + len(text)
-        picked = [v for off, v in zip(offsets, values) if start <= off < end and v is not None]
+        picked = [v for off, v in zip(offsets, values, strict=True) if start <= off < end and v is not None]
         return Score(logprob_sum=float(sum(picked)), num_tokens=len(picked))
 
     def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
@@ -302,7 +302,7 @@ class OpenAIAgent(Agent):
             raise ScoringUnavailable(
                 f"agent {self.spec or 'openai'!r} cannot score without a chat template: pass the tokenizer option"
             )
-        pairs = list(zip(contexts, texts))
+        pairs = list(zip(contexts, texts, strict=True))
         if not pairs:
             return []
         with ThreadPoolExecutor(max_workers=min(self.config.concurrency, len(pairs))) as pool:

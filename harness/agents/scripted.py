@@ -133,7 +133,7 @@ class OracleAgent(Agent):
             raise ValueError(f"score needs as many contexts as texts, got {len(contexts)} and {len(texts)}")
         return [
             Score(0.0 if text == self._reasoning(ctx) else -math.inf, len(text.split()))
-            for ctx, text in zip(contexts, texts)
+            for ctx, text in zip(contexts, texts, strict=True)
         ]
 
     def score_matrix(

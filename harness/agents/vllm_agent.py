@@ -136,7 +136,8 @@ class VLLMAgent(Agent):
             logprobs = None
             if completion.logprobs:
                 logprobs = tuple(
-                    float(step[token].logprob) for token, step in zip(completion.token_ids, completion.logprobs)
+                    float(step[token].logprob)
+                    for token, step in zip(completion.token_ids, completion.logprobs, strict=True)
                 )
             generations.append(
                 Generation(text=completion.text, num_tokens=len(completion.token_ids), token_logprobs=logprobs)
@@ -154,7 +155,7 @@ class VLLMAgent(Agent):
         tempered = self._tempered_scores
         params = SamplingParams(max_tokens=1, temperature=1.0, prompt_logprobs=-1 if tempered else 0)
         heads, joints = [], []
-        for context, text in zip(contexts, texts):
+        for context, text in zip(contexts, texts, strict=True):
             rendered = render_prompt(self.tokenizer, context)
             head = self.tokenizer.encode(rendered, add_special_tokens=False)
             joint = self.tokenizer.encode(rendered + text, add_special_tokens=False)
@@ -164,7 +165,7 @@ class VLLMAgent(Agent):
             joints.append(joint)
         outputs = self.llm.generate([{"prompt_token_ids": j} for j in joints], params, use_tqdm=False)
         result = []
-        for head, joint, out in zip(heads, joints, outputs):
+        for head, joint, out in zip(heads, joints, outputs, strict=True):
             steps = out.prompt_logprobs  # one dict per prompt token (None for the first)
             if not tempered:
                 result.append([float(steps[k][joint[k]].logprob) for k in range(len(head), len(joint))])

@@ -193,15 +193,15 @@ def _prefill(model, cache_kw, cache, prompts, start, pad_id, device):
 
     reuse = [0 if s is None else s[1] for s in start]
     width_c = max(reuse)
-    suffix_ids, suffix_mask = left_pad([p[r:] for p, r in zip(prompts, reuse)], pad_id, device)  # (U, S)
+    suffix_ids, suffix_mask = left_pad([p[r:] for p, r in zip(prompts, reuse, strict=True)], pad_id, device)  # (U, S)
     if width_c:
         layers = next(s for s in start if s is not None)[0].layers
         if len(layers) != len(cache.layers):
             raise ValueError(f"the cached prefixes have {len(layers)} layers, the model {len(cache.layers)}")
-        for index, (layer, (k0, v0)) in enumerate(zip(cache.layers, layers)):
+        for index, (layer, (k0, v0)) in enumerate(zip(cache.layers, layers, strict=True)):
             keys = k0.new_zeros((len(prompts), k0.shape[0], width_c, k0.shape[2]))
             values = v0.new_zeros((len(prompts), v0.shape[0], width_c, v0.shape[2]))
-            for u, (s, r) in enumerate(zip(start, reuse)):
+            for u, (s, r) in enumerate(zip(start, reuse, strict=True)):
                 if r:
                     keys[u, :, width_c - r :] = s[0].layers[index][0][:, :r]
                     values[u, :, width_c - r :] = s[0].layers[index][1][:, :r]

@@ -35,7 +35,7 @@ def score_ids(
     device = next(model.parameters()).device
     results: list[tuple[float, int]] = []
     for start in range(0, len(prompts), batch_size):
-        chunk = list(zip(prompts[start : start + batch_size], continuations[start : start + batch_size]))
+        chunk = list(zip(prompts[start : start + batch_size], continuations[start : start + batch_size], strict=True))
         rows = [list(p) + list(c) for p, c in chunk]
         width = max(len(r) for r in rows)
         ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
@@ -233,9 +233,9 @@ def score_matrix_ids(
                     _score_tree_rows(
                         model, cache_kw, rows, head_cache, head_mask, lengths, last_lp, temperature, pad_id, device,
                         tree_masks,
-                    ),
+                    ), strict=True,
                 ):  # fmt: skip
-                    for i, value in zip(plan.members, total):
+                    for i, value in zip(plan.members, total, strict=True):
                         sums[i, group[g]] = value
     return sums, counts
 
@@ -273,7 +273,7 @@ def _plan(tree: _PrefixTree) -> _TreePlan:
         sees[k, k] = True
     step_node, step_token, step_member = [], [], []
     for m, path in enumerate(tree.paths):
-        for parent, child in zip(path, path[1:]):
+        for parent, child in zip(path, path[1:], strict=False):  # consecutive nodes: one step fewer than nodes
             step_node.append(slot[parent])
             step_token.append(tree.tokens[child])
             step_member.append(m)
@@ -310,7 +310,7 @@ def _score_tree_rows(
     node_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     depths = torch.zeros((len(rows), width), dtype=torch.long)
     sees = torch.eye(width, dtype=torch.bool).repeat(len(rows), 1, 1)  # padding nodes see themselves only
-    for b, (plan, n) in enumerate(zip(chosen, sizes)):
+    for b, (plan, n) in enumerate(zip(chosen, sizes, strict=True)):
         node_ids[b, :n] = plan.tokens
         depths[b, :n] = plan.depths
         sees[b, :n, :n] = plan.sees

@@ -244,7 +244,8 @@ class CodeExecEnv(TextEnv):  # noqa: D101 (its docstring is the module's, throug
         limit = self.config.max_feedback_chars
         if passed == total:
             return f"All {total} hidden tests passed."
-        for args, want, outcome in zip(p.visible, p.visible_expected, report.outcomes):
+        # the outcomes list the visible tests, then the hidden ones: only the visible are shown
+        for args, want, outcome in zip(p.visible, p.visible_expected, report.outcomes, strict=False):
             if outcome.passed:
                 continue
             call = call_text(p.name, args)

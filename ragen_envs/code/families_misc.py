@@ -196,7 +196,7 @@ def _parse_duration(r: Draw) -> Spec:
         f"units {', '.join(units)} (each unit at most once, in that order, any may be missing). Return the total in "
         f"{word} (1{units[0]} = {scale[0]}{units[2]}, 1{units[1]} = {scale[1]}{units[2]}).",
         body=(
-            f"    scale = {dict(zip(units, scale))!r}\n    total = 0\n    number = ''\n    for ch in text:\n"
+            f"    scale = {dict(zip(units, scale, strict=True))!r}\n    total = 0\n    number = ''\n    for ch in text:\n"
             "        if ch.isdigit():\n            number += ch\n        else:\n"
             "            total += int(number) * scale[ch]\n            number = ''\n    return total"
         ),

@@ -122,7 +122,8 @@ class Problem:
     def prompt(self) -> str:
         """The task as the model sees it: the signature, the description and the visible examples."""
         examples = "\n".join(
-            f"    {call_text(self.name, args)} == {value!r}" for args, value in zip(self.visible, self.visible_expected)
+            f"    {call_text(self.name, args)} == {value!r}"
+            for args, value in zip(self.visible, self.visible_expected, strict=True)
         )
         return f"Write a Python function.\n\n{self.signature}\n    {self.description}\n\nExamples:\n{examples}"
 

@@ -128,7 +128,9 @@ def _equal(want: Any, got: Any) -> bool:
         return False
     if tag in ("list", "set"):
         return (
-            type(got[1]) is tuple and len(got[1]) == len(want[1]) and all(_equal(w, g) for w, g in zip(want[1], got[1]))
+            type(got[1]) is tuple
+            and len(got[1]) == len(want[1])
+            and all(_equal(w, g) for w, g in zip(want[1], got[1], strict=True))
         )
     if tag == "dict":
         return (
@@ -136,11 +138,13 @@ def _equal(want: Any, got: Any) -> bool:
             and len(got[1]) == len(want[1])
             and all(
                 type(pair) is tuple and len(pair) == 2 and _equal(wk, pair[0]) and _equal(wv, pair[1])
-                for (wk, wv), pair in zip(want[1], got[1])
+                for (wk, wv), pair in zip(want[1], got[1], strict=True)
             )
         )
     return (
-        type(got[1:]) is type(want[1:]) and got[1:] == want[1:] and all(type(a) is type(b) for a, b in zip(got, want))
+        type(got[1:]) is type(want[1:])
+        and got[1:] == want[1:]
+        and all(type(a) is type(b) for a, b in zip(got, want, strict=True))
     )
 
 

@@ -143,9 +143,9 @@ def savings_goal(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
         prices[-1] += rate * 10
         weeks += 10
     goods = d.sample(("a bike helmet", "a skateboard", "a video game", "headphones", "a tent", "a watch"), items)
-    sourced = join_words([f"{money(x)} a week from {j}" for x, j in zip(weekly, d.sample(JOBS, sources))])
+    sourced = join_words([f"{money(x)} a week from {j}" for x, j in zip(weekly, d.sample(JOBS, sources), strict=True)])
     parts = [
-        f"{name} wants to buy {join_words([f'{g} for {money(p)}' for g, p in zip(goods, prices)])}.",
+        f"{name} wants to buy {join_words([f'{g} for {money(p)}' for g, p in zip(goods, prices, strict=True)])}.",
         f"{name} already has {money(have)} and saves {sourced}.",
         f"How many weeks does {name} need to save to afford {'it' if items == 1 else 'all of them'}?",
     ]

@@ -95,7 +95,7 @@ def recipe_scaling(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     serves = d.pick((2, 4, 6, 8))
     amounts = [Fraction(d.int(1, 8), d.pick((1, 2, 4))) for _ in items]
     dish = d.pick(("pancakes", "a cake", "porridge", "cookies", "a pie"))
-    listed = join_words([f"{num(a)} cups of {i}" for a, i in zip(amounts, items)])
+    listed = join_words([f"{num(a)} cups of {i}" for a, i in zip(amounts, items, strict=True)])
     parts = [f"A recipe for {dish} that serves {serves} uses {listed}."]
     if guests:
         people, each = d.int(2, 12), d.int(1, 3)
@@ -158,7 +158,9 @@ def task_time(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
         tasks[0] = "minutes"
     parts, total = [], None
     for kind, chore in zip(
-        tasks, d.sample(CHORES, len(tasks)) if len(tasks) <= len(CHORES) else [d.pick(CHORES) for _ in tasks]
+        tasks,
+        d.sample(CHORES, len(tasks)) if len(tasks) <= len(CHORES) else [d.pick(CHORES) for _ in tasks],
+        strict=True,
     ):
         if kind == "minutes":
             minutes = d.int(5, 55)
@@ -189,7 +191,7 @@ def work_together(d: Draw, w: Work, steps: int) -> tuple[str, Fraction]:
     hours = [d.int(2, 12) for _ in workers]
     job = d.pick(("paint a fence", "fill a pool", "pick an orchard", "sort a library", "clear a field"))
     if count > 1:
-        alone = join_words([f"{who} in {h} hours" for who, h in zip(workers, hours)])
+        alone = join_words([f"{who} in {h} hours" for who, h in zip(workers, hours, strict=True)])
         parts = [f"Working alone, {alone} can {job}."]
     else:
         parts = [f"{workers[0]} can {job} alone in {hours[0]} hours."]

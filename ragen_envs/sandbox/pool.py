@@ -158,7 +158,7 @@ class PoolBackend(Backend):
             self._retire(member)
             raise
         after = member.group.counters() if member.group else (0, 0, 0)
-        oom, hits, refused = (a - b for a, b in zip(after, before))
+        oom, hits, refused = (a - b for a, b in zip(after, before, strict=True))
         violation = classify(
             captured,
             exit_code=captured.returncode,

@@ -334,7 +334,7 @@ def _push_each(walls: bytes, cols: int, player: int, boxes: list[int], targets: 
     steps = offsets(cols)
     box_set = set(boxes)
     moves: list[int] = []
-    for box, target in zip(boxes, targets):
+    for box, target in zip(boxes, targets, strict=True):
         direction = steps.index(target - box)
         behind = box - steps[direction]
         moves.extend(walk_path(walls, steps, box_set, player, behind) or [])

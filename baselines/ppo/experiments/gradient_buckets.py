@@ -97,7 +97,7 @@ def plot(data: dict[str, dict], path: Path) -> Path | None:
     except ImportError:
         return None
     fig, axes = plt.subplots(1, len(data), figsize=(4.6 * len(data), 3.4), squeeze=False)
-    for ax, (algorithm, record) in zip(axes[0], data.items()):
+    for ax, (algorithm, record) in zip(axes[0], data.items(), strict=True):
         row = record["buckets"]
         present = [b for b in range(BUCKETS) if f"grad_norm/bucket{b}/reward_std" in row]
         stds = [row[f"grad_norm/bucket{b}/reward_std"] for b in present]

@@ -75,7 +75,7 @@ def hypothesis_table(cells: dict[str, dict[int, list[dict]]], seeds: tuple[int, 
         else:
             results[name] = dict(n=len(diffs), mean=float("nan"), ci=(float("nan"),) * 2, p=float("nan"), diffs=diffs)
     complete = [n for n in M.HYPOTHESES if np.isfinite(results[n]["p"])]
-    adjusted = dict(zip(complete, holm([results[n]["p"] for n in complete]))) if complete else {}
+    adjusted = dict(zip(complete, holm([results[n]["p"] for n in complete]), strict=True)) if complete else {}
     for name, (text, _) in M.HYPOTHESES.items():
         r = results[name]
         r["holm"] = adjusted.get(name, float("nan"))
