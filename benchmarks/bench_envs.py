@@ -69,7 +69,7 @@ def frozenlake_steps(env_id: str = "ragen/FrozenLake-v0", one_move: bool = True)
 
     def run() -> int:
         calls = 0
-        for env, responses in zip(envs, plans):
+        for env, responses in zip(envs, plans, strict=True):
             for response in responses:
                 env.step(response)
             calls += len(responses)
@@ -106,7 +106,7 @@ def bandit_steps():
             env.reset(seed=seed)
 
     def run() -> int:
-        for env, response in zip(envs, responses):
+        for env, response in zip(envs, responses, strict=True):
             env.step(response)
         return len(envs)
 
@@ -129,7 +129,7 @@ def textarena_steps():
 
     def run() -> int:
         calls = 0
-        for env, moves in zip(envs, plans):
+        for env, moves in zip(envs, plans, strict=True):
             for move in moves:
                 env.step(move)
                 env.get_observation()

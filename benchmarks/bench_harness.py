@@ -118,7 +118,7 @@ def as_format_1(record: dict) -> dict:
 
     old = copy.deepcopy(record)
     prompts = [list(record_messages(old, i)) for i in range(len(old["turns"]))]
-    for turn, prompt in zip(old["turns"], prompts):
+    for turn, prompt in zip(old["turns"], prompts, strict=True):
         turn.pop("user")
         turn["prompt"] = prompt
     old.pop("context_turns")

@@ -150,7 +150,7 @@ def run_trl_native(env_id: str, rounds: int, tokens: int, out: Path, trl_rows: i
 
     def env_reward(prompts, completions, env_seed, prefill, **_):
         returns = []
-        for completion, seed, start in zip(completions, env_seed, prefill):
+        for completion, seed, start in zip(completions, env_seed, prefill, strict=True):
             env = gym.make(env_id, **env_kwargs)
             env.reset(seed=seed)
             returns.append(float(env.step(start + completion)[1]))

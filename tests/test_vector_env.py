@@ -28,7 +28,7 @@ def _lockstep(vector: gym.vector.VectorEnv, env_id: str) -> int:
     singles = [gym.make(env_id) for _ in SEEDS]
     obs, info = vector.reset(seed=SEEDS)
     assert isinstance(obs, tuple) and len(obs) == len(SEEDS)
-    for slot, (single, seed) in enumerate(zip(singles, SEEDS)):
+    for slot, (single, seed) in enumerate(zip(singles, SEEDS, strict=True)):
         expected, expected_info = single.reset(seed=seed)
         assert obs[slot] == expected
         assert info["instructions"][slot] == expected_info["instructions"]

@@ -154,7 +154,7 @@ def test_score_equals_generation_logprobs(server):
     generations = agent.generate([Request(CONTEXT, seed) for seed in range(6)])
     scores = agent.score([CONTEXT] * len(generations), [g.text for g in generations])
     compared = 0
-    for gen, score in zip(generations, scores):
+    for gen, score in zip(generations, scores, strict=True):
         if score.num_tokens == gen.num_tokens:  # same tokenization of the text (almost always)
             assert score.logprob_sum == pytest.approx(sum(gen.token_logprobs), abs=1e-3)
             compared += 1

@@ -63,7 +63,7 @@ def test_training_tokens_are_the_chat_template_tokens():
         ids, labels, _ = encode_episode(tokenizer, episode)
         rendered = tokenizer.apply_chat_template(list(episode.messages), tokenize=False)
         assert ids == tokenizer.encode(rendered, add_special_tokens=False)
-        learned = tokenizer.decode([t for t, lab in zip(ids, labels) if lab != -100])
+        learned = tokenizer.decode([t for t, lab in zip(ids, labels, strict=True) if lab != -100])
         assert learned.count("</answer>") == sum(episode.targets)
 
 
@@ -102,7 +102,7 @@ def test_reasoning_copies_the_players_cell(greedy, env_id):
         requests.append(Request(Context(messages, "<think>"), seed))
         cells.append(re.search(r"^Player: (.*)$", obs, re.MULTILINE).group(1))
     copied = 0
-    for generation, cell in zip(greedy.generate(requests), cells):
+    for generation, cell in zip(greedy.generate(requests), cells, strict=True):
         thinking = parse_response("<think>" + generation.text).thinking or ""
         copied += thinking.startswith(f"Player: {cell}\n")
     assert copied >= 0.85 * len(cells), f"{copied}/{len(cells)}"
@@ -126,7 +126,7 @@ def test_bandit_reasoning_names_the_bold_arm_on_screen(greedy):
         )
         requests.append(Request(Context(messages, "<think>"), seed))
         bold.append(env.unwrapped.risky_name)
-    for generation, arm in zip(greedy.generate(requests), bold):
+    for generation, arm in zip(greedy.generate(requests), bold, strict=True):
         response = parse_response("<think>" + generation.text)
         named += f"{arm} sounds bold" in response.thinking and response.answer.strip() == arm
     assert named >= 11
@@ -144,7 +144,7 @@ def test_score_equals_generation_logprobs():
     )
     generations = agent.generate([Request(context, seed) for seed in range(6)])
     scores = agent.score([context] * 6, [g.text for g in generations])
-    for generation, score in zip(generations, scores):
+    for generation, score in zip(generations, scores, strict=True):
         assert score.num_tokens == generation.num_tokens
         assert score.logprob_sum == pytest.approx(sum(generation.token_logprobs), abs=1e-3)
     sums, counts = agent.score_matrix([context], [g.text for g in generations])

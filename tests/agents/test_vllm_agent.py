@@ -93,7 +93,7 @@ def test_sampled_logprobs_equal_the_hf_agents_teacher_forced_ones(agents):
     generations = agent.generate([Request(BANDIT, seed) for seed in range(4)] + [Request(OTHER, 3)])
     contexts = [BANDIT] * 4 + [OTHER]
     worst = 0.0
-    for context, generation in zip(contexts, generations):
+    for context, generation in zip(contexts, generations, strict=True):
         prompt = hf.tokenizer.encode(hf.render(context), add_special_tokens=False)
         joint = hf.tokenizer.encode(hf.render(context) + generation.text, add_special_tokens=False)
         assert joint[: len(prompt)] == prompt
@@ -115,7 +115,7 @@ def test_score_and_score_matrix_come_from_prompt_logprobs(agents):
     texts = [g.text for g in generations]
     scores = agent.score([BANDIT, OTHER], texts)
     hf_scores = hf.score([BANDIT, OTHER], texts)
-    for score, reference in zip(scores, hf_scores):
+    for score, reference in zip(scores, hf_scores, strict=True):
         assert score.num_tokens == reference.num_tokens
         assert score.logprob_sum == pytest.approx(reference.logprob_sum, abs=1e-3)
     sums, counts = agent.score_matrix([BANDIT, OTHER], texts)

@@ -224,7 +224,7 @@ def test_prompts_are_append_only_so_an_episode_is_one_row(tiny_model_dir, tmp_pa
     episodes = collect_rollouts(trainer.policy, trainer.tokenizer, cfg, 0, [0])
     assert all(e.chained and len(e.turns) == 3 for e in episodes)
     for e in episodes:
-        for a, b in zip(e.turns, e.turns[1:]):
+        for a, b in zip(e.turns, e.turns[1:], strict=False):  # consecutive turns
             assert b.prompt_ids[: len(a.prompt_ids) + len(a.response_ids)] == a.prompt_ids + a.response_ids
     rows, _ = B.build_rows(episodes)
     assert len(rows) == len(episodes) and all(len(r.spans) == 3 for r in rows)
@@ -257,9 +257,9 @@ def test_later_turns_start_from_the_previous_turns_keys_and_values(tiny_model_di
         warm = collect_rollouts(trainer.policy, trainer.tokenizer, cfg, 0, [0, 1])
     scratch = collect_rollouts(None, trainer.tokenizer, cfg, 0, [0, 1], sampler=cold)
     assert any(given) and not all(given)  # turn 1 has none; later turns do
-    for a, b in zip(warm, scratch):
+    for a, b in zip(warm, scratch, strict=True):
         assert [t.response_ids for t in a.turns] == [t.response_ids for t in b.turns]
-        for ta, tb in zip(a.turns, b.turns):
+        for ta, tb in zip(a.turns, b.turns, strict=True):
             assert ta.sample_logprobs == pytest.approx(tb.sample_logprobs, abs=1e-4)
 
 

@@ -61,7 +61,10 @@ def test_instances_differ_across_seeds(name):
             outputs = run_reference(base.reference, base.name, list(other.hidden))
         except Exception:  # noqa: BLE001 - the memorized code crashes on this instance: it differs
             return
-        if any(not matches(encode(want), repr(encode(got))) for want, got in zip(other.hidden_expected, outputs)):
+        if any(
+            not matches(encode(want), repr(encode(got)))
+            for want, got in zip(other.hidden_expected, outputs, strict=True)
+        ):
             return
     pytest.fail(f"{name}: 12 seeds give the same function name and behaviour")
 
@@ -136,7 +139,7 @@ def probe():
 
 def test_hardcoded_examples_pass_visible_but_not_hidden(env):
     p = env.problem
-    table = {tuple(map(repr, args)): want for args, want in zip(p.visible, p.visible_expected)}
+    table = {tuple(map(repr, args)): want for args, want in zip(p.visible, p.visible_expected, strict=True)}
     code = f"TABLE = {table!r}\ndef {p.name}(*args):\n    return TABLE.get(tuple(map(repr, args)))"
     obs, reward, terminated, truncated, info = env.step(answer(code))
     assert not terminated and reward < 1.0

@@ -436,5 +436,5 @@ def test_golden_transcript(name):
     expected = json.loads(path.read_text(encoding="utf-8"))
     assert got["reset"] == expected["reset"]
     assert len(got["steps"]) == len(expected["steps"])
-    for step, (a, b) in enumerate(zip(got["steps"], expected["steps"])):
+    for step, (a, b) in enumerate(zip(got["steps"], expected["steps"], strict=True)):
         assert a == b, f"{name}: turn {step + 1} differs"

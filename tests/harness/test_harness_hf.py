@@ -231,11 +231,11 @@ def test_decoding_into_growing_buffers_equals_the_stock_cache(agent, monkeypatch
     assert len({len(g.token_ids) for g in growing}) > 1  # rows left at different steps
     monkeypatch.setattr(generation, "growing_cache", lambda *args, **kw: None)
     stock = generation.generate_ids(agent.model, prompts, [0, 1, 2, 3, 4], keep_prefixes=True, **kwargs)
-    for a, b in zip(growing, stock):
+    for a, b in zip(growing, stock, strict=True):
         assert a.token_ids == b.token_ids and a.stopped == b.stopped
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
         assert a.prefix.ids == b.prefix.ids
-        for (ka, va), (kb, vb) in zip(a.prefix.layers, b.prefix.layers):
+        for (ka, va), (kb, vb) in zip(a.prefix.layers, b.prefix.layers, strict=True):
             assert torch.allclose(ka, kb, atol=1e-5) and torch.allclose(va, vb, atol=1e-5)
 
 
@@ -270,8 +270,10 @@ def test_prefixes_are_ignored_by_a_sliding_window_model():
     bogus = CachedPrefix(tuple(first[0]), (layer, layer))
     second = [first[0] + [20, 21, 22, 23, 24], first[1] + [25, 26]]
     given = generate_ids(model, second, [2, 3], prefixes=[bogus, None], **kwargs)
-    alone = [generate_ids(model, [p], [seed], **kwargs)[0] for p, seed in zip(second, [2, 3])]
-    for g, a in zip(given, alone):  # (log-probs: a random model's tokens hardly move; used, they differ by 0.04)
+    alone = [generate_ids(model, [p], [seed], **kwargs)[0] for p, seed in zip(second, [2, 3], strict=True)]
+    for g, a in zip(
+        given, alone, strict=True
+    ):  # (log-probs: a random model's tokens hardly move; used, they differ by 0.04)
         assert g.token_ids == a.token_ids and g.logprobs == pytest.approx(a.logprobs, abs=1e-5)
 
 
@@ -282,7 +284,7 @@ def test_a_turn_started_from_its_cached_prefix_equals_a_full_prefill(agent):
     kwargs = dict(temperature=1.0, max_new_tokens=12, stop_ids=[], pad_id=agent.pad_id)
     first = [encode(agent, prompt_text(agent, c)) for c in contexts(3)]
     turn1 = generate_ids(agent.model, first, [0, 1, 2], keep_prefixes=True, **kwargs)
-    for prompt, out in zip(first, turn1):  # the fed tokens: the prompt and every new token but the last
+    for prompt, out in zip(first, turn1, strict=True):  # the fed tokens: the prompt and every new token but the last
         assert out.prefix.ids == tuple(prompt) + out.token_ids[:-1]
         assert all(k.shape[1] == v.shape[1] == len(out.prefix.ids) for k, v in out.prefix.layers)
     more = encode(agent, " Turn 2: the state changed.")
@@ -304,7 +306,7 @@ def test_a_turn_started_from_its_cached_prefix_equals_a_full_prefill(agent):
     assert turn1[2].prefix.reusable(second[2]) == 0
     assert widths[0] == max(len(second[2]), len(second[0]) - reused[0], len(second[1]) - reused[1])
     full = generate_ids(agent.model, second, [5, 6, 7, 8], **kwargs)
-    for a, b in zip(cached, full):
+    for a, b in zip(cached, full, strict=True):
         assert a.token_ids == b.token_ids
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
 
@@ -334,7 +336,7 @@ def test_multi_turn_rollout_with_and_without_the_prefix_cache_is_the_same(model_
     assert sum(len(r["turns"]) for r in runs[0][0]) > 2 * len(jobs)  # several turns per episode
     assert runs[0][1] < 0.5 * runs[1][1]  # later turns ran only their new tokens (4.5x fewer here)
     runs = [records for records, _ in runs]
-    for cached, cold in zip(*runs):
+    for cached, cold in zip(*runs, strict=True):
         assert [t["response"] for t in cached["turns"]] == [t["response"] for t in cold["turns"]]
         assert [t["logprob_sum"] for t in cached["turns"]] == pytest.approx(
             [t["logprob_sum"] for t in cold["turns"]], abs=1e-3

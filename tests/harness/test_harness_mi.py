@@ -73,7 +73,10 @@ def test_sampling_schemes_columns_and_skipped_turns():
     episodes.append(record(9, 0, [None]))  # no reasoning at all: never drawn
     first = first_turn_pairs(episodes, np.random.default_rng(0), 64)
     assert len(first.texts) == 15 and len(first.contexts) == 5  # one column per seed
-    assert all(first.contexts[c].messages[0]["content"].startswith(f"s{t[1]}") for t, c in zip(first.texts, first.own))
+    assert all(
+        first.contexts[c].messages[0]["content"].startswith(f"s{t[1]}")
+        for t, c in zip(first.texts, first.own, strict=True)
+    )
     traj = trajectory_pairs(episodes, np.random.default_rng(0), 64)
     assert len(traj.contexts) == len(traj.texts) == 64 and list(traj.own) == list(range(64))
     assert all(t is not None and not t.startswith("r9") for t in traj.texts)

@@ -13,7 +13,7 @@ from harness.training_report import collapse_flag, pool, report_training
 def write_run(folder, retrieval, entropy):
     folder.mkdir(parents=True)
     rows = []
-    for i, (r, h) in enumerate(zip(retrieval, entropy)):
+    for i, (r, h) in enumerate(zip(retrieval, entropy, strict=True)):
         row = {"iteration": i, "rollout/success": 0.5 + 0.05 * i, "actor/token_entropy": h}
         if r is not None:
             row["collapse_first_turn/retrieval_accuracy"] = r

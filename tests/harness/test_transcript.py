@@ -159,12 +159,12 @@ def test_the_learner_rollout_builds_the_transcript_and_chains_its_token_ids():
             "context_turns": None, "turns": [{"response": t.response_text} for t in episode.turns],
         }  # fmt: skip
         replayed = _replay(record)
-        for sample, turn in zip(episode.turns, replayed["turns"]):
+        for sample, turn in zip(episode.turns, replayed["turns"], strict=True):
             messages = sample.context.messages
             assert messages[-1]["content"] == turn["user"] and sample.context.prefill == turn["prefill"]
             assert sample.reward == turn["reward"]
         # the chained ids are the rendered transcript's: the previous prompt and response, then the template's text
-        for before, after in zip(episode.turns, episode.turns[1:]):
+        for before, after in zip(episode.turns, episode.turns[1:], strict=False):  # consecutive turns
             assert after.prompt_ids[: len(before.prompt_ids) + len(before.response_ids)] == (
                 before.prompt_ids + before.response_ids
             )

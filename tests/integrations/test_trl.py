@@ -94,7 +94,7 @@ def runs(tmp_path_factory):
 def test_two_steps_train_on_the_kept_groups_only(runs):
     trainer, batches, logs, _ = runs[0][0]
     assert len(logs) == 2 and len(batches) == 2
-    for row, (episodes, out), recorded in zip(logs, batches, trainer.batches):
+    for row, (episodes, out), recorded in zip(logs, batches, trainer.batches, strict=True):
         assert math.isfinite(row["loss"])
         returns = np.array([e.episode_return for e in episodes]).reshape(GROUPS, SAMPLES)
         kept = select_groups(returns, mode="top_p", value=0.9)
@@ -123,12 +123,12 @@ def test_env_turns_are_masked_and_responses_carry_their_logprobs(runs):
     assert multi, "some episode should last two turns"
     for i in multi:
         episode, mask, ids, logprobs = episodes[i], out["env_mask"][i], out["completion_ids"][i], out["logprobs"][i]
-        model_tokens = [t for t, m in zip(ids, mask) if m]
+        model_tokens = [t for t, m in zip(ids, mask, strict=True) if m]
         assert model_tokens == [t for turn in episode.turns for t in turn.response_ids]
-        assert [lp for lp, m in zip(logprobs, mask) if m] == pytest.approx(
+        assert [lp for lp, m in zip(logprobs, mask, strict=True) if m] == pytest.approx(
             [lp for turn in episode.turns for lp in turn.sample_logprobs]
         )
-        env_text = tokenizer.decode([t for t, m in zip(ids, mask) if not m])
+        env_text = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if not m])
         assert "Turn 2:" in env_text and "<think>" in env_text  # the env's turn and the next prefill, masked
         assert out["prompt_ids"][i] == episode.turns[0].prompt_ids
         assert tokenizer.decode(out["prompt_ids"][i]).endswith("<think>")
@@ -153,9 +153,9 @@ def test_mi_callback_logs_the_family_every_step(runs):
 
 def test_same_seed_same_run(runs):
     (_, batches_a, logs_a, mi_a), (_, batches_b, logs_b, mi_b) = runs[0]
-    for (_, a), (_, b) in zip(batches_a, batches_b):
+    for (_, a), (_, b) in zip(batches_a, batches_b, strict=True):
         assert a["completion_ids"] == b["completion_ids"] and a["env_return"] == b["env_return"]
-    for a, b in zip(logs_a, logs_b):
+    for a, b in zip(logs_a, logs_b, strict=True):
         assert a["loss"] == b["loss"] and a["grad_norm"] == b["grad_norm"]
     untimed = [
         [{k: v for k, v in row.items() if not k.startswith("timing/")} for row in m.history] for m in (mi_a, mi_b)
@@ -170,7 +170,7 @@ def test_filter_and_mi_metrics_reach_tensorboard_and_wandb(runs):
     out = runs[1]
     history = [row for row in wandb_history(out, 2) if "train/loss" in row]
     assert [row["train/global_step"] for row in history] == [1, 2]
-    for row, logged in zip(history, logs):
+    for row, logged in zip(history, logs, strict=True):
         assert row["train/collapse_first_turn/mi_estimate"] == pytest.approx(logged["collapse_first_turn/mi_estimate"])
         assert row["train/rollout/filter_kept_ratio"] == pytest.approx(logged["rollout/filter_kept_ratio"])
     assert {"train/collapse_trajectory/mi_estimate", "train/rollout/filter_kept_ratio"} <= tensorboard_tags(out)

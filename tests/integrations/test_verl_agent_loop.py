@@ -87,13 +87,13 @@ def test_model_tokens_are_masked_in_env_and_prefill_tokens_out(episodes, tiny):
         assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
         assert tokenizer.decode(out.prompt_ids).endswith("<think>")  # turn 1's prefill closes the prompt
         sampled = [t for call in server.calls for t in call["token_ids"]]
-        assert [t for t, m in zip(out.response_ids, out.response_mask) if m] == sampled
-        for call, turn in zip(server.calls, out.extra_fields["ragen_turns"]):
+        assert [t for t, m in zip(out.response_ids, out.response_mask, strict=True) if m] == sampled
+        for call, turn in zip(server.calls, out.extra_fields["ragen_turns"], strict=True):
             # each request is exactly the sequence so far: prompt + every earlier response and env token
             assert call["prompt_ids"] == (out.prompt_ids + out.response_ids)[: len(out.prompt_ids) + turn["start"]]
             assert out.response_ids[turn["start"] : turn["end"]] == call["token_ids"]
             assert call["params"]["max_tokens"] <= 48
-        env_text = tokenizer.decode([t for t, m in zip(out.response_ids, out.response_mask) if not m])
+        env_text = tokenizer.decode([t for t, m in zip(out.response_ids, out.response_mask, strict=True) if not m])
         if len(server.calls) > 1:
             multi_turn += 1
             assert "Turn 2:" in env_text and env_text.count("<think>") == len(server.calls) - 1
@@ -107,8 +107,10 @@ def test_logprobs_align_with_the_tokens_they_score(episodes, tiny):
     model, _ = tiny
     for _, out, server in episodes:
         sampled = [lp for call in server.calls for lp in call["log_probs"]]
-        assert [lp for lp, m in zip(out.response_logprobs, out.response_mask) if m] == pytest.approx(sampled)
-        assert all(lp == 0.0 for lp, m in zip(out.response_logprobs, out.response_mask) if not m)
+        assert [lp for lp, m in zip(out.response_logprobs, out.response_mask, strict=True) if m] == pytest.approx(
+            sampled
+        )
+        assert all(lp == 0.0 for lp, m in zip(out.response_logprobs, out.response_mask, strict=True) if not m)
         # teacher-forcing the merged sequence gives the sampled log-probs at the mask-1 positions
         sequence = out.prompt_ids + out.response_ids
         start = len(out.prompt_ids)
