@@ -105,6 +105,7 @@ def summarize(
 
 
 def value(row: dict[str, Any], name: str) -> float | None:
+    """The value of metric ``name`` in a summary row (None when the row lacks it or it is unavailable)."""
     return row["metrics"].get(name, {}).get("value")
 
 
@@ -149,6 +150,7 @@ def _cell(metrics: dict[str, Any], key: str, stderr: bool) -> str:
 
 
 def table_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """The end-of-run table's rows: env, agent, episodes and the table's metric cells, one per summary row."""
     out = []
     for row in summary["rows"]:
         cells = [row["env_id"], row["agent"], str(row["episodes"])]
@@ -337,6 +339,7 @@ def _warn_missing(what: str, exc: ImportError) -> None:
 def write_tables(
     out: Path, summary: dict[str, Any], records: Sequence[EpisodeRecord] | None, parquet: bool
 ) -> list[str]:
+    """Write summary.csv (and the Parquet files with ``parquet``); returns the names written, none without pandas."""
     written = []
     try:
         import pandas as pd
@@ -370,6 +373,7 @@ def write_tables(
 
 
 def write_plots(out: Path, summary: dict[str, Any]) -> list[str]:
+    """Write success.png (and mi_entropy.png with MI); returns the names written, none without matplotlib."""
     try:
         plot_success(summary, out / "success.png")
         names = ["success.png"]
@@ -399,6 +403,7 @@ def write_report(
 
 
 def load_summary(run_dir: Path) -> dict[str, Any]:
+    """A finished run's summary.json; raises an error naming the fix when it is missing or not a summary."""
     path = Path(run_dir) / SUMMARY
     if not path.exists():
         raise FileNotFoundError(f"{run_dir}: no {SUMMARY} (is the run finished? resume it with --resume {run_dir})")

@@ -30,6 +30,8 @@ from baselines.ppo.rollout import Episode, TurnSample
 
 @dataclass
 class Row:
+    """One training sequence: its tokens, the spans the policy wrote, and the per-token tensors the losses read."""
+
     group: int
     sample: int
     sequence: list[int]
@@ -42,6 +44,7 @@ class Row:
 
     @property
     def length(self) -> int:
+        """The number of tokens the policy wrote (the spans' total length)."""
         return sum(end - start for start, end in self.spans)
 
     @classmethod
@@ -63,6 +66,7 @@ class ValueModel(torch.nn.Module):
         torch.nn.init.zeros_(self.head.bias)
 
     def forward(self, sequences: list[list[int]], spans: list) -> tuple[torch.Tensor, torch.Tensor]:
+        """The value at each position of the padded sequences and the mask of the span positions, (B, W-1) each."""
         _, mask, _, hidden = sequence_logprobs(self.backbone, sequences, spans)
         return self.head(hidden.float()).squeeze(-1), mask  # (B, W-1) each
 
@@ -206,6 +210,7 @@ def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool
 
 
 def critic_loss(rows: list[Row], critic, config, denominator: float) -> torch.Tensor:
+    """The critic's clipped value loss on the rows' span tokens, divided by ``denominator``."""
     values, mask = critic([r.sequence for r in rows], [r.spans for r in rows])
     width = values.shape[1]
     old = _scatter(rows, [r.old_values for r in rows], width).to(values.device)
@@ -214,6 +219,7 @@ def critic_loss(rows: list[Row], critic, config, denominator: float) -> torch.Te
 
 
 def returns_matrix(episodes: list[Episode], groups: list[int], samples: int) -> np.ndarray:
+    """The episodes' returns as a (groups, samples) matrix, its rows in the order of ``groups``."""
     out = np.zeros((len(groups), samples))
     for e in episodes:
         out[groups.index(e.group), e.sample] = e.episode_return

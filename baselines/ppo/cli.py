@@ -44,6 +44,7 @@ def _parser_for(annotation: typing.Any):
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the learner's arguments to ``parser``: a preset or config file, ``--fresh``, a flag per config field."""
     parser.add_argument("base", nargs="?", help=f"a preset ({', '.join(PRESETS)}) or a config .json file")
     parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint in --out-dir")
     docs = _field_docs()
@@ -59,6 +60,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> PPOConfig:
+    """The config the arguments ask for (preset or file, then flags); raises ``ValueError`` naming a bad value."""
     values: dict[str, typing.Any] = {}
     if args.base:
         if args.base in PRESETS:
@@ -115,6 +117,7 @@ def check_out_dir(config: PPOConfig) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    """Train as the arguments say (resuming ``--out-dir`` unless ``--fresh``), one line per iteration; returns 0."""
     from baselines.ppo.trainer import Trainer
 
     config = config_from_args(args)
@@ -141,6 +144,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m baselines.ppo.cli``: train from the command line; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m baselines.ppo.cli", description=__doc__.splitlines()[0])
     add_train_arguments(parser)
     return run_train(parser.parse_args(argv))

@@ -181,6 +181,7 @@ class PPOConfig:
         return DEFAULT_AGGREGATION[self.advantage] if self.loss_agg_mode == "auto" else self.loss_agg_mode
 
     def to_json(self) -> str:
+        """The config as JSON with sorted keys: what a run records in ``config.json`` and compares on resume."""
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
 
     @classmethod

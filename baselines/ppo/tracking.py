@@ -57,12 +57,14 @@ class WandbRun:
         )  # fmt: skip
 
     def log(self, row: dict[str, Any]) -> None:
+        """Log a metrics row's finite numbers at its iteration (a closed run is continued)."""
         if self.run is None:  # ``train()`` called again after it finished the run: continue it
             self._start()
         values = {k: v for k, v in row.items() if isinstance(v, (int, float)) and k != "iteration" and math.isfinite(v)}
         self.run.log(values, step=int(row["iteration"]))
 
     def close(self) -> None:
+        """Finish the W&B run; a later :meth:`log` continues it."""
         if self.run is not None:
             self.run.finish()
             self.run = None

@@ -52,12 +52,14 @@ def _mean_or_nan(values: list[float]) -> float:
 
 
 def resolve_device(name: str) -> torch.device:
+    """The torch device ``name`` means: ``auto`` is CUDA when available, else CPU."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
 
 
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+    """The torch dtype ``name`` means on ``device``: ``auto`` is bfloat16 on CUDA, float32 on CPU."""
     if name == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     return {"float32": torch.float32, "bfloat16": torch.bfloat16}[name]
@@ -75,9 +77,11 @@ class Distributed:
 
     @property
     def main(self) -> bool:
+        """Whether this process is rank 0, the one that logs and saves."""
         return self.rank == 0
 
     def sum(self, value: float) -> float:
+        """``value`` summed over every rank."""
         if self.world == 1:
             return value
         tensor = torch.tensor([value], dtype=torch.float64)
@@ -85,6 +89,7 @@ class Distributed:
         return float(tensor)
 
     def gather(self, obj: Any) -> list[Any]:
+        """``obj`` of every rank, in rank order."""
         if self.world == 1:
             return [obj]
         out: list[Any] = [None] * self.world
@@ -92,6 +97,7 @@ class Distributed:
         return out
 
     def sum_grads(self, params: list[torch.nn.Parameter]) -> None:
+        """Sum the parameters' gradients over every rank (a parameter without a gradient contributes zeros)."""
         if self.world == 1:
             return
         for p in params:
@@ -119,6 +125,7 @@ class MetricsWriter:
             self.tb = SummaryWriter(str(out_dir / "tensorboard"))
 
     def rows(self) -> list[dict]:
+        """Every row logged so far in ``metrics.jsonl``."""
         if not self.jsonl.exists():
             return []
         return [json.loads(line) for line in self.jsonl.read_text().splitlines() if line.strip()]
@@ -129,6 +136,7 @@ class MetricsWriter:
         self.jsonl.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in kept))
 
     def write(self, row: dict) -> None:
+        """Log one iteration's row to ``metrics.jsonl``, the CSV, TensorBoard and the trackers."""
         with self.jsonl.open("a") as handle:
             handle.write(json.dumps(row, sort_keys=True) + "\n")
             handle.flush()
@@ -147,6 +155,7 @@ class MetricsWriter:
             tracker.log(row)
 
     def close(self) -> None:
+        """Close TensorBoard and the trackers."""
         if self.tb is not None:
             self.tb.close()
         for tracker in self.trackers:
@@ -201,9 +210,11 @@ class Trainer:
     # ---- checkpoints --------------------------------------------------------------------------------
     @property
     def checkpoint_path(self) -> Path:
+        """``<out_dir>/checkpoint.pt``: the checkpoint a run resumes from."""
         return self.out_dir / "checkpoint.pt"
 
     def save(self) -> None:
+        """Write the checkpoint (rank 0 only), atomically: an interrupted save keeps the previous one."""
         if not self.dist.main:
             return
         state = {
@@ -243,6 +254,7 @@ class Trainer:
         return collect_rollouts(self.policy, self.tokenizer, self.config, iteration, groups)
 
     def iteration(self, iteration: int) -> dict[str, float]:
+        """Roll out, filter the groups, update on the kept ones; returns the iteration's logged row."""
         cfg = self.config
         start = time.perf_counter()
         local = self._rollouts(iteration)

@@ -13,6 +13,7 @@ class WeightSync:
     """Worker mixin: reload the weights in place from a checkpoint directory."""
 
     def ragen_reload(self, weights_path: str) -> None:
+        """Reload the weights in place from the checkpoint directory ``weights_path``, the tied LM head included."""
         # vLLM's in-place reload: every parameter the checkpoint holds is loaded and re-processed into the
         # kernel layout, into the same storage (CUDA graphs stay valid).
         self.reload_weights(weights_path=weights_path)

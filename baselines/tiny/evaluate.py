@@ -107,6 +107,7 @@ def compare_with_random(model_dir: str, seeds: Iterable[int], log: Callable[[str
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m baselines.tiny.evaluate``: the model's success and parse rate beside ``random``'s, per env."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model_dir", nargs="?", default=str(MODEL_DIR))
     parser.add_argument("--seeds", type=int, default=50, help="seeds 0..N-1 per env")

@@ -47,6 +47,7 @@ class ModelBackend:
         self.lock = threading.Lock()
 
     def render_chat(self, messages: list[dict[str, str]], continue_final: bool) -> str:
+        """The prompt of ``messages``; ``continue_final`` continues a final assistant message instead of opening one."""
         if continue_final and messages and messages[-1].get("role") == "assistant":
             head = self.tokenizer.apply_chat_template(messages[:-1], tokenize=False, add_generation_prompt=True)
             return head + messages[-1].get("content", "")
@@ -309,6 +310,7 @@ def start_server(backend: ModelBackend, port: int = 0, api_key: str | None = Non
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m baselines.tiny.serve``: serve the model until Ctrl-C; returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=str(MODEL_DIR))
     parser.add_argument("--port", type=int, default=8000)

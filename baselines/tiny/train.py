@@ -282,6 +282,7 @@ def train(config: TrainConfig, out: Path, log=print, snapshots: Path | None = No
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m baselines.tiny.train``: train the tiny model and save it to ``--out``; returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=MODEL_DIR, help="where to save (default: %(default)s)")
     parser.add_argument("--episodes-per-env", type=int, default=DataConfig.episodes_per_env)

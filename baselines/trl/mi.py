@@ -40,6 +40,7 @@ class MICallback(TrainerCallback):
         self.history: list[dict[str, float]] = []
 
     def on_pre_optimizer_step(self, args, state, control, model=None, processing_class=None, **kwargs):
+        """Every ``every`` optimiser steps, log the MI family of the batch just played, scored by the policy."""
         batch, trainer = self.rollout.last, self.rollout.trainer
         if not self.every or batch is None or batch.call == self._scored_call or state.global_step % self.every:
             return

@@ -98,6 +98,8 @@ class EnvRollout:
     __name__ = "ragen_env_rollout"
 
     def settings(self, trainer, samples: int) -> RolloutSettings:
+        """The rollout settings of ``trainer``'s arguments; raises ``ValueError`` for an option the adapter cannot
+        honour."""
         args = trainer.args
         if getattr(trainer, "use_vllm", False):
             raise ValueError(
@@ -120,6 +122,8 @@ class EnvRollout:
         )  # fmt: skip
 
     def __call__(self, prompts: Sequence[Any], trainer) -> dict[str, list]:
+        """TRL's ``rollout_func``: one episode per prompt, returned as the token rows, env masks and returns TRL trains
+        on."""
         seeds = [env_seed_of(p, self.env_id) for p in prompts]
         runs: list[tuple[int, int]] = []  # (seed, count) of each run of identical consecutive prompts: a group
         for seed in seeds:

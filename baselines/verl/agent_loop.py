@@ -59,6 +59,7 @@ class RagenAgentLoop(AgentLoopBase):
     """One ragen episode per call of :meth:`run`; see the module docstring."""
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+        """Play the row's episode with the rollout server; returns its tokens, response mask, log-probs and return."""
         env_id, env_kwargs, seed, max_new_tokens, timeout_s = _episode_spec(kwargs.get("extra_info"))
         response_budget = int(self.rollout_config.response_length)
         env = gym.make(env_id, **env_kwargs)

@@ -31,6 +31,7 @@ class RagenTaskRunner(main_ppo_v0.BaseTaskRunner):
     """verl's task runner (``main_ppo_v0.TaskRunner.run``), building ``RagenPPOTrainer``."""
 
     def run(self, config):
+        """Run verl's task runner with ``RagenPPOTrainer`` as its trainer."""
         from baselines.verl.trainer import RagenPPOTrainer
 
         # TaskRunner.run builds the trainer by this module-level name; this process runs only this runner
@@ -56,6 +57,7 @@ def launch(config) -> None:
 
 @hydra.main(config_path="config", config_name="ragen_ppo", version_base=None)
 def main(config) -> None:
+    """``python -m baselines.verl.main``: verl's PPO driver with the ragen trainer, configured through Hydra."""
     launch(config)
 
 

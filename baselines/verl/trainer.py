@@ -175,6 +175,7 @@ class FilterResult:
 
     @property
     def empty(self) -> bool:
+        """Whether the filter kept no row (the step then makes no update, as the learner does)."""
         return len(self.rows) == 0
 
 

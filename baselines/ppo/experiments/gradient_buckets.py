@@ -47,6 +47,7 @@ DESCRIPTION = (
 
 
 def measure(algorithm: str) -> dict:
+    """The gradient norms per reward-std bucket of one algorithm in the setting above, as its data file's record."""
     import torch
 
     from baselines.ppo.batch import returns_matrix
@@ -121,6 +122,7 @@ def plot(data: dict[str, dict], path: Path) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Measure each algorithm whose data file is missing and write it; returns the exit code."""
     if not (MODEL / "model.safetensors").exists():
         print(f"the shipped tiny model is missing: {MODEL.relative_to(ROOT)}", file=sys.stderr)
         return 2

@@ -118,13 +118,16 @@ class Run:
 
     @property
     def name(self) -> str:
+        """The run's name, ``stage<N>/<arm>_c<coef>/seed<S>``, also its path under the data and scratch folders."""
         return f"stage{self.stage}/{self.arm}_c{self.coef:g}/seed{self.seed}"
 
     @property
     def data(self) -> Path:
+        """The run's data file, written when it finishes."""
         return DATA / f"{self.name}.json"
 
     def config(self, out_dir: Path):
+        """The learner config of this run, writing its logs and checkpoint to ``out_dir``."""
         from baselines.ppo.config import PPOConfig
 
         values = {**SETTING, **ARMS[self.arm], "entropy_coef": self.coef, "seed": self.seed}
@@ -132,6 +135,7 @@ class Run:
 
 
 def load(run: Run) -> dict | None:
+    """The run's data record, or None while it has not finished."""
     return json.loads(run.data.read_text()) if run.data.exists() else None
 
 
@@ -177,6 +181,7 @@ def calibrate(stage0: dict[float, list[dict]]) -> tuple[float | None, str]:
 
 
 def stage0_rows() -> dict[float, list[dict]]:
+    """The logged rows of each finished calibration run, by entropy coefficient."""
     out = {}
     for c in CALIBRATION:
         record = load(Run(0, "no_filter", c, 0))
@@ -259,6 +264,7 @@ def _copy_reused(run: Run, source: Run) -> None:
 
 
 def status() -> tuple[float | None, str, list[Run], list[Run]]:
+    """Where the experiment stands: c* and why, the runs finished and the runs still to do."""
     c_star, why = calibrate(stage0_rows())
     runs = planned(c_star)
     done = [r for r in runs if r.coef >= 0 and r.data.exists()]
@@ -285,6 +291,7 @@ class _InProcess:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run what is left of the design, ``--jobs`` runs at a time (``--status``: only list it); returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (1 or 2; each uses one thread)")
     parser.add_argument("--stage", choices=("0", "1", "all"), default="all")

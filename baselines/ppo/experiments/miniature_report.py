@@ -36,6 +36,7 @@ CURVE_KEYS = (
 
 
 def cell_name(arm: str, coef: float, c_star: float | None) -> str:
+    """A stage-1 cell's name in the tables: ``<arm>@0``, ``<arm>@c*`` or ``<arm>@<coef>``."""
     return f"{arm}@{'0' if coef == 0 else ('c*' if coef == c_star else f'{coef:g}')}"
 
 
@@ -55,10 +56,13 @@ def stage1(c_star: float | None) -> dict[str, dict[int, list[dict]]]:
 
 
 def fmt(x: float, digits: int = 3) -> str:
+    """A number for the tables, to ``digits`` decimals; "–" for a missing or non-finite value."""
     return "–" if x is None or not np.isfinite(x) else f"{x:+.{digits}f}" if x < 0 else f"{x:.{digits}f}"
 
 
 def hypothesis_table(cells: dict[str, dict[int, list[dict]]], seeds: tuple[int, ...]) -> tuple[list[str], dict]:
+    """The pre-registered tests on the complete ``seeds``: the table's lines and each hypothesis's differences, CI and
+    p."""
     lines = [
         "| hypothesis | seeds | mean paired difference | bootstrap 95% CI | per-seed differences | p (one-sided) "
         "| p (Holm, 4) |",
@@ -89,6 +93,8 @@ def hypothesis_table(cells: dict[str, dict[int, list[dict]]], seeds: tuple[int, 
 
 
 def verdict(results: dict, seeds_needed: int) -> str:
+    """The pre-registered decision: incomplete below ``seeds_needed`` seeds, else whether (a), (b1), (b2) survive
+    Holm."""
     if any(results[n]["n"] < seeds_needed for n in M.HYPOTHESES):
         have = min(results[n]["n"] for n in M.HYPOTHESES)
         return f"**Incomplete**: the decision needs {seeds_needed} complete seeds per hypothesis, {have} so far."
@@ -100,6 +106,7 @@ def verdict(results: dict, seeds_needed: int) -> str:
 
 
 def correlations(all_rows: list[list[dict]]) -> list[str]:
+    """Table lines: each first-turn MI proxy's and token entropy's Spearman correlation with success."""
     lines = ["| proxy (first turn) | Spearman ρ with success | measurements |", "|---|---|---|"]
     pairs: dict[str, tuple[list[float], list[float]]] = {}
     keys = [(f"collapse_first_turn/{k}", k) for k in M.MI_PROXIES] + [
@@ -123,6 +130,7 @@ def correlations(all_rows: list[list[dict]]) -> list[str]:
 
 
 def cell_means(cells: dict[str, dict[int, list[dict]]]) -> list[str]:
+    """Table lines: each cell's mean ± standard deviation of each outcome over its seeds."""
     names = list(M.OUTCOMES)
     lines = ["| cell | seeds | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
     for cell, by_seed in cells.items():
@@ -136,6 +144,7 @@ def cell_means(cells: dict[str, dict[int, list[dict]]]) -> list[str]:
 
 
 def mechanism(cells: dict[str, dict[int, list[dict]]], c_star: float | None) -> list[str]:
+    """Table lines: seed 0's task and entropy gradient norms per reward-std bucket at iterations 0 and 15, per cell."""
     lines = [
         "| cell (seed 0) | iteration | bucket | reward std | ‖∇task‖ | c·‖∇H‖ (RAGEN's) | ‖∇H‖ (raw) |",
         "|---|---|---|---|---|---|---|",
@@ -156,6 +165,7 @@ def mechanism(cells: dict[str, dict[int, list[dict]]], c_star: float | None) -> 
 
 
 def gradient_section() -> list[str]:
+    """The gradient-bucket section of the page, from the ``gradient_buckets`` data (or the command that measures it)."""
     from baselines.ppo.experiments import gradient_buckets as G
 
     data = {a: json.loads((GRADIENT_DATA / f"{a}.json").read_text()) for a in G.ALGORITHMS
@@ -225,6 +235,7 @@ def gradient_reading(data: dict[str, dict]) -> list[str]:
 
 
 def build() -> str:
+    """The results page as Markdown, from the data there is (its plots are written next to it)."""
     stage0 = M.stage0_rows()
     c_star, why = M.calibrate(stage0)
     cells = stage1(c_star)
@@ -311,6 +322,7 @@ def build() -> str:
 
 
 def main() -> int:
+    """Write ``docs/results/miniature.md`` and its plots; returns the exit code."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     text = build()
     PAGE.write_text(text, encoding="utf-8")
