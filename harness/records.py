@@ -40,6 +40,8 @@ import types
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, get_args, get_origin, get_type_hints
 
+import orjson
+
 CONFIG = "config.json"
 EPISODES = "episodes.jsonl"
 SUMMARY = "summary.json"
@@ -122,45 +124,22 @@ def _json_default(value: Any) -> Any:
     return repr(value)
 
 
-try:  # orjson encodes an episode line ~5x faster than the stdlib's C encoder (measured in bench_harness.py)
-    import orjson
-except ImportError:  # a platform without its wheel: the stdlib encoder, same JSON values
-    orjson = None
-
-_ORJSON_OPTIONS = 0 if orjson is None else orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
-
-_C_ENCODE = (
-    None
-    if json.encoder.c_make_encoder is None
-    else json.encoder.c_make_encoder(
-        None, _json_default, json.encoder.encode_basestring, None, ":", ",", False, False, False
-    )
-)
-"""The stdlib's C encoder with the line's settings (compact, no ASCII escaping, NaN refused, no circular
-check: a record is a tree), built once instead of on every ``json.dumps``."""
+_ORJSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
 
 
 def dumps_line(record: EpisodeRecord) -> bytes:
     """One episodes.jsonl line: UTF-8 JSON and its newline.
 
-    Plain data (the common case) is encoded as is; anything else (NaN/inf, non-string keys, huge ints, lone
-    surrogates from a hostile model's text) goes through :func:`jsonable` and ASCII escaping, so no record can
-    fail to be written. Bytes may differ between the orjson and stdlib paths (``1e-07`` vs ``1e-7``); values of
-    plain data do not (exotic ``info`` values may: orjson writes dataclasses and datetimes natively and bool/None
-    keys as ``"True"``/``"None"``, the stdlib path their repr and ``"true"``/``"null"``).
+    orjson writes the line (writing a run's lines with the stdlib's encoder instead takes 1.4-2.4x as long, up to
+    a tenth of a scripted agent's rollout: docs/benchmarks.md). What orjson refuses (non-string keys, integers
+    beyond 64 bits, lone surrogates from a hostile model's text) goes through :func:`jsonable` and the stdlib's
+    ASCII escaping instead, so no record can fail to be written; NaN/inf become ``null`` either way.
     """
-    if orjson is not None:
-        try:
-            return orjson.dumps(record, default=_json_default, option=_ORJSON_OPTIONS)
-        except TypeError:  # orjson.JSONEncodeError
-            pass
-    elif _C_ENCODE is not None:
-        try:
-            return ("".join(_C_ENCODE(record, 0)) + "\n").encode("utf-8")
-        except (ValueError, TypeError, UnicodeEncodeError):
-            pass
-    text = json.dumps(jsonable(record), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-    return (text + "\n").encode("ascii")
+    try:
+        return orjson.dumps(record, default=_json_default, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError
+        text = json.dumps(jsonable(record), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+        return (text + "\n").encode("ascii")
 
 
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")
@@ -170,7 +149,7 @@ _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 def loads_line(line: bytes) -> Any:
     """The JSON value of one line (orjson when it takes it; the stdlib for what only it reads: an escaped lone
     surrogate, or an integer beyond 64 bits, which orjson would read as a rounded float)."""
-    if orjson is not None and not _LONG_DIGITS.search(line):
+    if not _LONG_DIGITS.search(line):
         try:
             return orjson.loads(line)
         except ValueError:  # orjson.JSONDecodeError
