@@ -15,7 +15,6 @@ entropy) need the model, so they are carried as *self-reported*.
 
 from __future__ import annotations
 
-import gc
 import json
 import math
 from collections import Counter
@@ -261,18 +260,6 @@ def verify(
     ``suite`` overrides the lookup of the built-in suite the metadata names (its fingerprint must still
     match); ``secret`` is the maintainer's secret, needed for a hidden-split submission.
     """
-    # A submission is a few hundred thousand fresh, acyclic JSON objects: the cyclic GC would re-scan them
-    # all again and again while they are parsed (measurably slower), and has nothing to free.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _verify(path, secret, suite, limits)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-
-
-def _verify(path: str | Path, secret: bytes | None, suite: Suite | None, limits: Limits | None) -> Report:
     problems = _Problems()
     try:
         members = read_archive(path, limits)
