@@ -130,10 +130,10 @@ _ORJSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
 def dumps_line(record: EpisodeRecord) -> bytes:
     """One episodes.jsonl line: UTF-8 JSON and its newline.
 
-    orjson writes the line (writing a run's lines with the stdlib's encoder instead takes 1.4-2.4x as long, up to
-    a tenth of a scripted agent's rollout: docs/benchmarks.md). What orjson refuses (non-string keys, integers
-    beyond 64 bits, lone surrogates from a hostile model's text) goes through :func:`jsonable` and the stdlib's
-    ASCII escaping instead, so no record can fail to be written; NaN/inf become ``null`` either way.
+    orjson writes the line (the stdlib's encoder takes 1.8-2.3x as long: 10-20% of the random agent's rollout
+    instead of 5-11%, docs/benchmarks.md). What orjson refuses (non-string keys, integers beyond 64 bits, lone
+    surrogates from a hostile model's text) goes through :func:`jsonable` and the stdlib's ASCII escaping
+    instead, so no record can fail to be written; NaN/inf become ``null`` either way.
     """
     try:
         return orjson.dumps(record, default=_json_default, option=_ORJSON_OPTIONS)

@@ -40,7 +40,7 @@ class ParsedResponse(NamedTuple):
     """The outcome of parsing one response. ``error`` is empty exactly when ``ok`` is True.
 
     Immutable; a NamedTuple rather than a frozen dataclass because one is built on every env step, and a tuple
-    builds in half the time (0.42 vs 0.88 µs, 6-7% of a Bandit or FrozenLake step: docs/benchmarks.md).
+    builds in half the time (0.30 vs 0.56-0.59 µs, 4-5% of a Bandit or FrozenLake step: docs/benchmarks.md).
     """
 
     ok: bool

@@ -110,10 +110,11 @@ class Request:
 
     ``seed`` is an int, or a zero-argument callable returning it (the harness's rollout passes one): it is
     called on the first read of ``request.seed`` only, so an agent that ignores seeds (the oracle) never pays
-    for deriving one. ``episode`` (optional, hashable; the rollout passes the job's key) names the episode the
-    request continues: an agent may keep state from that episode's previous turn (the ``hf:`` agent keeps its
-    keys/values, so a turn does not run the whole history again) and must respond as without that state, up
-    to float rounding.
+    for deriving one (deriving it in the constructor makes the oracle's rollout step on Bandit ~10% slower:
+    docs/benchmarks.md, "Simplifications"). ``episode`` (optional, hashable; the rollout passes the job's key)
+    names the episode the request continues: an agent may keep state from that episode's previous turn (the
+    ``hf:`` agent keeps its keys/values, so a turn does not run the whole history again) and must respond as
+    without that state, up to float rounding.
     Immutable, compared by (context, seed) like a frozen dataclass.
     """
 
