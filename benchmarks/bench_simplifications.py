@@ -149,26 +149,7 @@ def bench_parse(rounds: int) -> None:
 
 
 # ---- request ----------------------------------------------------------------------------------------------------
-class LazyRequest:
-    """The hand-built immutable request: a callable seed derived on first read."""
-
-    __slots__ = ("context", "_seed", "episode")
-
-    def __init__(self, context: Context, seed: int | Callable[[], int], episode: Hashable | None = None) -> None:
-        object.__setattr__(self, "context", context)
-        object.__setattr__(self, "_seed", seed)
-        object.__setattr__(self, "episode", episode)
-
-    @property
-    def seed(self) -> int:
-        seed = self._seed
-        if callable(seed):
-            seed = int(seed())
-            object.__setattr__(self, "_seed", seed)
-        return seed
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"Request is immutable (cannot set {name!r})")
+LazyRequest = Request  # the kept hand-built request: a callable seed derived on first read
 
 
 @dataclass(frozen=True)
