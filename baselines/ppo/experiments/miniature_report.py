@@ -105,6 +105,21 @@ def verdict(results: dict, seeds_needed: int) -> str:
     return f"**Effect not shown**: ({'), ('.join(failing)}) do(es) not survive Holm at 0.05."
 
 
+def reading(results: dict) -> str:
+    """One sentence per hypothesis: the sign of its mean paired difference and whether its 95% interval excludes 0
+    (description: with 6 seeds no p-value can pass Holm, so the intervals carry the information)."""
+    parts = []
+    for name in M.HYPOTHESES:
+        r = results[name]
+        if r["n"] < 2:
+            parts.append(f"({name}) fewer than 2 complete seeds")
+            continue
+        low, high = r["ci"]
+        where = "above 0" if low > 0 else "below 0" if high < 0 else "includes 0"
+        parts.append(f"({name}) {r['mean']:+.3f}, interval {where}")
+    return "Reading: " + "; ".join(parts) + "."
+
+
 def correlations(all_rows: list[list[dict]]) -> list[str]:
     """Table lines: each first-turn MI proxy's and token entropy's Spearman correlation with success."""
     lines = ["| proxy (first turn) | Spearman ρ with success | measurements |", "|---|---|---|"]
@@ -122,10 +137,18 @@ def correlations(all_rows: list[list[dict]]) -> list[str]:
                 value = row.get(key, 0.0 if key == M.PRIMARY else None)
                 xs.append(np.nan if value is None else value)
                 ys.append(row["rollout/success"])
+    rho = {}
     for _, label in keys:
         xs, ys = pairs.get(label, ([], []))
         n = int(np.sum(np.isfinite(xs))) if xs else 0
-        lines.append(f"| {label} | {fmt(spearman(xs, ys)) if n >= 3 else '–'} | {n} |")
+        rho[label] = spearman(xs, ys) if n >= 3 else float("nan")
+        lines.append(f"| {label} | {fmt(rho[label])} | {n} |")
+    mi = {k: abs(rho[k]) for k in M.MI_PROXIES if np.isfinite(rho.get(k, np.nan))}
+    if mi and np.isfinite(rho["token entropy"]):
+        best = max(mi, key=mi.get)
+        stronger = "more" if abs(rho["token entropy"]) > mi[best] else "less"
+        lines += ["", f"Here token entropy tracks success {stronger} strongly (|ρ| {abs(rho['token entropy']):.2f}) "
+                      f"than the strongest MI proxy ({best}, |ρ| {mi[best]:.2f})."]  # fmt: skip
     return lines
 
 
@@ -285,6 +308,7 @@ def build() -> str:
     confirm, conf_results = hypothesis_table(cells, M.SEEDS)
     page += ["As specified (seeds 0-5; the smallest attainable p is 1/64, so Holm over four cannot reach 0.05):", ""]
     page += [*specified, ""]
+    page += [reading(spec_results), ""]
     page += ["Confirmatory (seeds 0-7, the pre-registered decision):", "", *confirm, ""]
     page += [verdict(conf_results, len(M.SEEDS)), ""]
     page += ["### Diagnostic claim: do the MI proxies track success better than entropy?", ""]
@@ -295,8 +319,7 @@ def build() -> str:
     page += [
         "Every MI measurement (every 3 iterations) of every finished run, stage 0 included; success at the same "
         "iteration (pre-filter batch). The paper's trajectory-level figures: MI z-score +0.39, conditional entropy "
-        "−0.14. Measurements within a run are not independent, and a handful of them (one run) is description, "
-        "not evidence.",
+        f"−0.14. Measurements within a run are not independent ({len(all_rows)} runs): description, not a test.",
         "",
         *correlations(all_rows),
         "",
