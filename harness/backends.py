@@ -94,9 +94,16 @@ def execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, 
                 emit(agent_of[future], future.result())
     except BaseException:  # Ctrl-C or a failed chunk: stop the workers now instead of waiting for their chunks
         processes = list((executor._processes or {}).values())  # no public API kills a pool's running workers
+        results = executor._result_queue  # shutdown drops the executor's reference; its manager thread keeps one
         executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             process.kill()
+        for process in processes:
+            process.join()
+        # A worker killed while writing its result leaves half a message in the result pipe, and the pool's manager
+        # thread (which interpreter exit joins) would wait for the rest forever. With every worker gone, the parent
+        # holds the pipe's last write end: closing it turns that wait into end-of-file, a broken pool it handles.
+        results._writer.close()
         raise
     executor.shutdown()
 

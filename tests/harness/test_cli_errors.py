@@ -178,3 +178,40 @@ def test_workers_exit_after_kill_9_of_the_parent(tmp_path):
     for pid in left:  # do not leave them running if the test fails
         os.kill(pid, signal.SIGKILL)
     assert not left, "workers outlived the killed harness"
+
+
+_HALF_WRITTEN_RESULT = """
+import concurrent.futures, os, struct
+from harness.backends import execute_processes
+from harness.config import EnvPlan, RunConfig
+from harness.rollout import chunk_jobs, plan_jobs
+
+pools = []
+
+class Recorded(concurrent.futures.ProcessPoolExecutor):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        pools.append(self)
+
+concurrent.futures.ProcessPoolExecutor = Recorded
+config = RunConfig(agents=("random",), envs=(EnvPlan("ragen/Bandit-v0", episodes=8, samples=1),), mi_samples=0)
+
+def emit(agent, lines):
+    # what a worker killed in the middle of sending its result leaves: a length header and part of the body
+    os.write(pools[0]._result_queue._writer.fileno(), struct.pack("!i", 1000) + b"x" * 10)
+    raise KeyboardInterrupt
+
+try:
+    execute_processes(config, chunk_jobs(plan_jobs(config), 1), 2, emit)
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_interrupted_pool_exits_when_a_killed_worker_left_half_a_result():
+    # Ctrl-C kills the workers; one killed while writing its result used to leave the pool's manager thread
+    # waiting for the rest of the message, and interpreter exit waited for that thread forever.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", _HALF_WRITTEN_RESULT], capture_output=True, text=True, env=env,
+                          timeout=120)  # fmt: skip
+    assert proc.stdout.strip() == "interrupted", proc.stderr
