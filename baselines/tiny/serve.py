@@ -82,7 +82,7 @@ class ModelBackend:
 
         encoded = self.tokenizer(prompt, add_special_tokens=False, return_offsets_mapping=True)
         ids, offsets = encoded["input_ids"], encoded["offset_mapping"]
-        values: list[float | None] = [None]
+        values: list[float | None] = [None] if ids else []  # one value per token; an empty prompt has none
         if len(ids) > 1:
             with self.lock, torch.inference_mode():
                 logits = self.model(input_ids=torch.tensor([ids])).logits[0, :-1]  # (T-1, V)

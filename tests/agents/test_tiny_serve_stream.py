@@ -55,3 +55,10 @@ def test_streamed_completion_and_a_bad_request(client):
     assert streamed[-1].choices[0].finish_reason == plain.choices[0].finish_reason
     with pytest.raises(openai.BadRequestError, match="echo is not supported with stream"):
         list(client.completions.create(model="model", prompt=prompt, max_tokens=4, echo=True, stream=True))
+
+
+def test_prompt_logprobs_give_one_value_per_token_even_for_an_empty_prompt():
+    backend = ModelBackend()
+    for prompt in ("", "Turn 1:\nState:\nX"):
+        echoed = backend.prompt_logprobs(prompt, temperature=1.0)
+        assert len(echoed["tokens"]) == len(echoed["token_logprobs"]) == len(echoed["text_offset"])
