@@ -14,6 +14,8 @@ import threading
 
 UID_BASE = 61000
 SLOTS = 2000
+# One fixed machine-wide folder (not $TMPDIR, which may differ between processes), so every process sees every
+# claimed uid; /run where the system has it (cleared at boot), else the system temp folder.
 LOCK_DIR = "/run/ragen-sandbox-uids" if os.path.isdir("/run") else "/tmp/ragen-sandbox-uids"
 
 _lock = threading.Lock()
