@@ -113,6 +113,17 @@ class FilterStats:
     mean_kept_in_group_std: float
     empty: bool
 
+    def metrics(self) -> dict[str, float | int]:
+        """The stats under the ``rollout/…`` names every trainer logs them with (the learner, TRL and verl)."""
+        return {
+            "rollout/filter_kept_count": self.kept_count,
+            "rollout/filter_kept_ratio": self.kept_ratio,
+            "rollout/filter_zero_count": self.zero_spread_count,
+            "rollout/in_group_reward_std": self.mean_in_group_std,
+            "rollout/chosen_in_group_reward_std": self.mean_kept_in_group_std,
+            "rollout/empty_after_filter": float(self.empty),
+        }
+
 
 def filter_stats(returns: np.ndarray, kept: np.ndarray) -> FilterStats:
     """Logging stats for a selection made by :func:`select_groups`."""

@@ -290,12 +290,7 @@ class Trainer:
             drawn = np.random.default_rng(derive_seed("train-random-drop", cfg.seed, iteration))
             kept = random_groups(len(groups), len(kept), drawn)
         stats = filter_stats(returns, kept)
-        log.update({
-            "rollout/filter_kept_count": stats.kept_count, "rollout/filter_kept_ratio": stats.kept_ratio,
-            "rollout/filter_zero_count": stats.zero_spread_count, "rollout/in_group_reward_std": stats.mean_in_group_std,
-            "rollout/chosen_in_group_reward_std": stats.mean_kept_in_group_std,
-            "rollout/empty_after_filter": float(stats.empty),
-        })  # fmt: skip
+        log.update(stats.metrics())
 
         analyse = cfg.grad_buckets_every and iteration % cfg.grad_buckets_every == 0
         if analyse:

@@ -93,11 +93,7 @@ class SNRFilterGRPOTrainer(GRPOTrainer):
         out["advantages"] = out["advantages"] * keep.to(out["advantages"].dtype)
         out["num_items_in_batch"] = self.accelerator.gather((out["completion_mask"] * out["tool_mask"]).sum()).sum()
         metrics = self._metrics["train"]
-        metrics["rollout/filter_kept_count"].append(float(stats.kept_count))
-        metrics["rollout/filter_kept_ratio"].append(stats.kept_ratio)
-        metrics["rollout/filter_zero_count"].append(float(stats.zero_spread_count))
-        metrics["rollout/in_group_reward_std"].append(stats.mean_in_group_std)
-        metrics["rollout/chosen_in_group_reward_std"].append(stats.mean_kept_in_group_std)
-        metrics["rollout/empty_after_filter"].append(float(stats.empty))
+        for name, value in stats.metrics().items():
+            metrics[name].append(float(value))
         self.last_kept_groups = kept
         return out

@@ -46,6 +46,7 @@ from baselines.ppo.snr_filter import MODES, PROB_MODES, SPREADS, filter_stats, g
 from baselines.verl.compat import require_verl
 from harness.mi import SCHEMES, collapse_for
 from harness.seeding import derive_seed
+from harness.transcript import render_prompt
 from ragen_envs.core import check_choice, check_range
 
 require_verl()
@@ -192,14 +193,9 @@ def snr_filter(batch: DataProto, options: RagenOptions, *, mini_batch_groups: in
         spreads = group_spread(returns, options.filter_spread)
         by_spread = sorted(kept.tolist(), key=lambda g: (-spreads[g], g))
         kept = np.sort(np.array(by_spread[:count], dtype=np.int64))
-    metrics = {
-        "rollout/filter_kept_count": float(stats.kept_count), "rollout/filter_kept_ratio": stats.kept_ratio,
-        "rollout/filter_zero_count": float(stats.zero_spread_count),
-        "rollout/in_group_reward_std": stats.mean_in_group_std,
-        "rollout/chosen_in_group_reward_std": stats.mean_kept_in_group_std,
-        "rollout/filter_trimmed_count": float(stats.kept_count - len(kept)),
-        "rollout/empty_after_filter": float(len(kept) == 0),
-    }  # fmt: skip
+    metrics = {name: float(value) for name, value in stats.metrics().items()}
+    metrics["rollout/filter_trimmed_count"] = float(stats.kept_count - len(kept))
+    metrics["rollout/empty_after_filter"] = float(len(kept) == 0)  # after trimming to whole mini-batches
     kept_rows = np.sort(rows[kept].reshape(-1)) if len(kept) else np.zeros(0, dtype=np.int64)
     return FilterResult(kept_rows, len(kept), mini_batch, metrics)
 
@@ -222,13 +218,6 @@ def episode_records(batch: DataProto) -> list[dict]:
                        "reasoning": t["reasoning"], "reward": t.get("reward", 0.0)} for t in turns],
         })  # fmt: skip
     return records
-
-
-def render_context(tokenizer, context) -> str:
-    """The prompt text of a harness context: chat template with the generation prompt, then the prefill (the
-    ``hf:`` agent's rendering, so the actor scores what the harness would)."""
-    chat = tokenizer.apply_chat_template(list(context.messages), tokenize=False, add_generation_prompt=True)
-    return chat + context.prefill
 
 
 def text_ids(tokenizer, prompt: str, head: list[int], text: str) -> list[int]:
@@ -299,7 +288,7 @@ class ActorScorer:
         sums, counts = np.full(shape, np.nan), np.zeros(shape)
         if not contexts or not texts:
             return sums, counts
-        rendered = [render_context(self.tokenizer, c) for c in contexts]
+        rendered = [render_prompt(self.tokenizer, c) for c in contexts]  # the hf: agent's rendering
         heads = [self.tokenizer.encode(r, add_special_tokens=False) for r in rendered]
         bodies = [text_ids(self.tokenizer, rendered[0], heads[0], t) for t in texts]
         entries = [(i, j) for i, j in zip(*np.nonzero(np.ones(shape, bool) if wanted is None else wanted), strict=True)]
