@@ -63,6 +63,16 @@ def render_prompt(tokenizer: Any, context: Context) -> str:
     return chat + context.prefill
 
 
+def continuation_ids(tokenizer: Any, prompt: str, prompt_ids: list[int], text: str) -> list[int]:
+    """``text``'s token ids after ``prompt`` (whose ids are ``prompt_ids``): those of the joint encoding when the
+    prompt's ids are its prefix, so the text is scored as the model would have produced it after the prompt;
+    else the text encoded alone (a merge across the boundary)."""
+    joint = tokenizer.encode(prompt + text, add_special_tokens=False)
+    if joint[: len(prompt_ids)] == prompt_ids:
+        return joint[len(prompt_ids) :]
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
 class Transcript:
     """One episode's chat, turn by turn: :meth:`context` is what the current turn's response is written under,
     :meth:`advance` adds that response and the env's answer to it.

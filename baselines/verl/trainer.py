@@ -46,7 +46,7 @@ from baselines.ppo.snr_filter import MODES, PROB_MODES, SPREADS, filter_stats, g
 from baselines.verl.compat import require_verl
 from harness.mi import SCHEMES, collapse_for
 from harness.seeding import derive_seed
-from harness.transcript import render_prompt
+from harness.transcript import continuation_ids, render_prompt
 from ragen_envs.core import check_choice, check_range
 
 require_verl()
@@ -220,13 +220,6 @@ def episode_records(batch: DataProto) -> list[dict]:
     return records
 
 
-def text_ids(tokenizer, prompt: str, head: list[int], text: str) -> list[int]:
-    """``text``'s token ids after ``prompt``: those of the joint encoding when the prompt's ids are its prefix
-    (the ``hf:`` agent's split), else the text encoded alone."""
-    joint = tokenizer.encode(prompt + text, add_special_tokens=False)
-    return joint[len(head) :] if joint[: len(head)] == head else tokenizer.encode(text, add_special_tokens=False)
-
-
 def pair_batch(
     prompts: Sequence[list[int]], responses: Sequence[list[int]], pad_id: int, temperature: float
 ) -> DataProto:
@@ -290,7 +283,7 @@ class ActorScorer:
             return sums, counts
         rendered = [render_prompt(self.tokenizer, c) for c in contexts]  # the hf: agent's rendering
         heads = [self.tokenizer.encode(r, add_special_tokens=False) for r in rendered]
-        bodies = [text_ids(self.tokenizer, rendered[0], heads[0], t) for t in texts]
+        bodies = [continuation_ids(self.tokenizer, rendered[0], heads[0], t) for t in texts]
         entries = [(i, j) for i, j in zip(*np.nonzero(np.ones(shape, bool) if wanted is None else wanted), strict=True)]
         todo = []
         for i, j in entries:

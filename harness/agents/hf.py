@@ -33,7 +33,7 @@ from typing import Any
 from harness.agents.base import Agent, Context, Generation, Request, Score
 from harness.agents.options import AgentOptions
 from harness.threads import resolve_threads, torch_threads
-from harness.transcript import render_prompt
+from harness.transcript import continuation_ids, render_prompt
 
 STOP = "</answer>"
 
@@ -136,10 +136,7 @@ class HFAgent(Agent):
         """Prompt ids and text ids; the text's ids are those of the joint encoding when the prompt is a prefix."""
         prompt = self.render(context)
         head = self._encode(prompt)
-        joint = self._encode(prompt + text)
-        if joint[: len(head)] == head:
-            return head, joint[len(head) :]
-        return head, self._encode(text)
+        return head, continuation_ids(self.tokenizer, prompt, head, text)
 
     # ---- the protocol --------------------------------------------------------------------------------------
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
@@ -210,14 +207,7 @@ class HFAgent(Agent):
         heads = [self._encode(r) for r in rendered]
         # Text ids from the first context's joint encoding (prompts end at the prefill or a special token,
         # so the split does not depend on which context precedes the text); the same split as _split.
-        bodies = []
-        for t in texts:
-            if not contexts:
-                bodies.append([])
-                continue
-            joint = self._encode(rendered[0] + t)
-            head = heads[0]
-            bodies.append(joint[len(head) :] if joint[: len(head)] == head else self._encode(t))
+        bodies = [continuation_ids(self.tokenizer, rendered[0], heads[0], t) if contexts else [] for t in texts]
         with self._scoring_threads():
             return score_matrix_ids(
                 self.model,
