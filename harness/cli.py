@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--parquet", action="store_true", help="also write summary.parquet and episodes.parquet")
     run.add_argument("--no-plots", action="store_true")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--wide", action="store_true", help="print every table column (default: fit 120 characters)")
     # Leaderboard splits: the suite fixes envs, kwargs, seeds and samples (see leaderboard/suite.py).
     run.add_argument("--suite", help="a leaderboard suite ('official') or suite .json; one agent, no --env/--episodes")
     run.add_argument("--split", default="official", help="with --suite: 'official' (default) or 'hidden'")
@@ -128,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="summaries of one or more runs, side by side")
     report.add_argument("runs", nargs="+", help="run folders")
     report.add_argument("--out", help="write report.md and plots here")
+    report.add_argument("--wide", action="store_true", help="print every table column (default: fit 120 characters)")
 
     sub.add_parser("ls", help="envs, agents, metrics and presets with one-line descriptions")
 
@@ -231,7 +233,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     return RunConfig(agents=tuple(agents), envs=kept, preset=preset, skipped_envs=skipped, **common)
 
 
-EXECUTION_FLAGS = ("resume", "workers", "ray", "threads", "quiet", "parquet", "no_plots")
+EXECUTION_FLAGS = ("resume", "workers", "ray", "threads", "quiet", "parquet", "no_plots", "wide")
 """``harness run`` flags that say how to execute, not what: the only ones a ``--resume`` may (re)choose."""
 
 
@@ -319,7 +321,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str], given: dict[str, str]
             argv=["harness", *argv],
             threads=args.threads,
         )
-    print(format_table(result.summary))
+    print(format_table(result.summary, wide=args.wide))
     print(f"\n{result.new_episodes} new episodes; files in {result.run_dir}/")
     if result.mi_seconds >= 1.0:  # it can be a good part of an LM run: say what it cost and how to cut it
         print(
@@ -340,7 +342,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         run_dir = Path(args.runs[0])
         summary = load_summary(run_dir)
         write_report(run_dir, summary)
-        print(format_table(summary))
+        print(format_table(summary, wide=args.wide))
         print(f"\nreport rewritten: {run_dir / 'report.md'}")
         return 0
     compare([Path(r) for r in args.runs], Path(args.out) if args.out else None)

@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 import math
 import sys
+import textwrap
 import time
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from harness import metrics as m
 from harness.agents.base import Agent
@@ -109,29 +112,43 @@ def value(row: dict[str, Any], name: str) -> float | None:
     return row["metrics"].get(name, {}).get("value")
 
 
-def _fmt(metric: dict[str, Any] | None, digits: int = 3, stderr: bool = False) -> str:
+def _fmt(metric: dict[str, Any] | None, digits: int = 3, stderr: bool = False, sep: str = " ± ") -> str:
     if not metric or metric.get("value") is None:
         return "n/a"
     text = f"{metric['value']:.{digits}f}"
     if stderr and metric.get("stderr") is not None:
-        text += f" ± {metric['stderr']:.{digits}f}"
+        text += f"{sep}{metric['stderr']:.{digits}f}"
     return text
 
 
 TABLE_COLUMNS = (
-    ("success", "success_rate", True),
-    ("return", "mean_return", False),
-    ("pass@k", "pass@k", False),
-    ("invalid", "invalid_action_rate", False),
-    ("turns", "mean_turns", False),
-    ("tokens", "mean_tokens", False),
-    ("entropy", "token_entropy", False),
-    ("MI", "trajectory/mi_estimate", False),
-    ("retrieval", "trajectory/retrieval_accuracy", False),
-    ("chance", "trajectory/retrieval_chance", False),
-    ("MI z", "trajectory/mi_zscore", False),
-    ("RV std", "reward_std_in_group", False),
+    ("success_rate", True, True),
+    ("mean_return", False, True),
+    ("pass@k", False, False),
+    ("invalid_action_rate", False, False),
+    ("mean_turns", False, False),
+    ("mean_tokens", False, False),
+    ("token_entropy", False, True),
+    ("trajectory/mi_estimate", True, True),
+    ("trajectory/retrieval_accuracy", False, True),
+    ("trajectory/retrieval_chance", False, False),
+    ("trajectory/mi_zscore", False, False),
+    ("reward_std_in_group", False, False),
 )
+"""The end-of-run table: (summary key, shown with ± one standard error, in the default narrow table). Each
+column is headed by its metric's name (the MI family's without the ``trajectory/`` scheme prefix, said below
+the table); ``--wide`` shows every column."""
+
+TABLE_WIDTH = 120
+"""Characters the default table fits in (a terminal, a report viewed as text): env and agent cells are
+shortened with '…' when the rows would be wider."""
+
+FEW_MARK = "†"
+
+
+def table_columns(wide: bool = False) -> list[tuple[str, bool]]:
+    """The (summary key, with ±) columns of the default table, or of the wide one."""
+    return [(key, se) for key, se, narrow in TABLE_COLUMNS if wide or narrow]
 
 
 def few_prompts(metrics: dict[str, Any], scheme: str) -> int | None:
@@ -140,33 +157,70 @@ def few_prompts(metrics: dict[str, Any], scheme: str) -> int | None:
     return int(count) if count is not None and count < FEW_PROMPTS else None
 
 
-def _cell(metrics: dict[str, Any], key: str, stderr: bool) -> str:
+def _cell(metrics: dict[str, Any], key: str, stderr: bool, sep: str = " ± ", mark: str | None = None) -> str:
+    """One metric's cell; an MI-family cell over fewer than ``FEW_PROMPTS`` prompts is flagged, by ``mark`` when
+    given (a compact table with a footnote), else by "(k prompts)"."""
     if key.endswith("distinct_prompts"):
         return _fmt(metrics.get(key), 0)
-    text = _fmt(metrics.get(key), 3, stderr)
+    text = _fmt(metrics.get(key), 3, stderr, sep)
     scheme, slash, _ = key.partition("/")
     few = few_prompts(metrics, scheme) if slash else None
-    return f"{text} ({few} prompts)" if few is not None and text != "n/a" else text
+    if few is None or text == "n/a":
+        return text
+    return f"{text}{mark}" if mark is not None else f"{text} ({few} prompts)"
 
 
-def table_rows(summary: dict[str, Any]) -> list[list[str]]:
+def table_header(wide: bool = False) -> list[str]:
+    """The table's header: env, agent, n and the metric names."""
+    return ["env", "agent", "n", *(key.rpartition("/")[2] for key, _ in table_columns(wide))]
+
+
+def table_rows(summary: dict[str, Any], wide: bool = False) -> list[list[str]]:
     """The end-of-run table's rows: env, agent, episodes and the table's metric cells, one per summary row."""
     out = []
     for row in summary["rows"]:
         cells = [row["env_id"], row["agent"], str(row["episodes"])]
-        cells += [_cell(row["metrics"], key, se) for _, key, se in TABLE_COLUMNS]
+        cells += [_cell(row["metrics"], key, se, sep="±", mark=FEW_MARK) for key, se in table_columns(wide)]
         out.append(cells)
     return out
 
 
-def format_table(summary: dict[str, Any]) -> str:
-    """The end-of-run table (plain text, aligned)."""
-    header = ["env", "agent", "n", *(title for title, _, _ in TABLE_COLUMNS)]
-    body = table_rows(summary)
+def table_notes(summary: dict[str, Any]) -> list[str]:
+    """The lines under the table: what ± and the scheme are, and the footnote of flagged cells."""
+    notes = ["± one standard error; mi_estimate, retrieval_* and mi_zscore: trajectory-uniform pairs; n/a: unavailable "
+             "(summary.json says why), never 0"]  # fmt: skip
+    if any(FEW_MARK in cell for row in table_rows(summary, wide=True) for cell in row):
+        notes.append(
+            f"{FEW_MARK} compares fewer than {FEW_PROMPTS} distinct prompts: its ± says little about how it would "
+            "move with other prompts (run more seeds)"
+        )
+    return notes
+
+
+def shorten(text: str, width: int, keep_end: bool = False) -> str:
+    """``text`` cut to ``width`` characters with '…' (at the end, or at the start with ``keep_end``)."""
+    if len(text) <= width:
+        return text
+    return "…" + text[len(text) - width + 1 :] if keep_end else text[: width - 1] + "…"
+
+
+def format_table(summary: dict[str, Any], wide: bool = False, width: int = TABLE_WIDTH) -> str:
+    """The end-of-run table (plain text, aligned) and its notes. The default table fits ``width`` characters:
+    the metrics a reader compares first, env ids and agent specs shortened with '…' when needed; ``wide`` shows
+    every column at full length."""
+    header, body = table_header(wide), table_rows(summary, wide)
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    excess = sum(widths) + 2 * (len(widths) - 1) - width
+    if not wide and excess > 0:  # the agent spec (a checkpoint path) gives way first, then the env id; each keeps 8
+        for column in (1, 0):
+            cut = min(excess, max(widths[column] - 8, 0))
+            widths[column] -= cut
+            excess -= cut
+        body = [[shorten(r[0], widths[0]), shorten(r[1], widths[1], keep_end=True), *r[2:]] for r in body]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in [header, *body]]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    notes = [textwrap.fill(note, width, subsequent_indent="  ") for note in table_notes(summary)]
+    return "\n".join(lines + notes)
 
 
 def _markdown_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
@@ -177,16 +231,15 @@ def _markdown_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str
 
 def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
     """report.md: the main table, the MI family per scheme, definitions and plots."""
-    header = ["env", "agent", "n", *(title for title, _, _ in TABLE_COLUMNS)]
     parts = [
         f"# Run {summary.get('run_id', '')}",
         "",
-        "Per env × agent; ± is one standard error. MI columns use the trajectory-uniform scheme; `n/a` means "
-        "the metric is unavailable (see summary.json for why), never zero. An MI-family value marked "
-        f"`(k prompts)` compares fewer than {FEW_PROMPTS} distinct prompts: its ± is the spread over reasonings "
-        "and says little about how it would move with other prompts (run more seeds).",
+        "Per env × agent; columns are the metrics of the Definitions below (`harness report --wide` and the last "
+        "table here show them all).",
         "",
-        _markdown_table(header, table_rows(summary)),
+        _markdown_table(table_header(), table_rows(summary)),
+        "",
+        *(f"{note}  " for note in table_notes(summary)),
     ]
     skipped = summary.get("skipped_envs") or {}
     if skipped:
@@ -206,6 +259,7 @@ def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
             "",
             _markdown_table(["env", "agent", *keys], body),
         ]
+    parts += ["", "## Every table metric", "", _markdown_table(table_header(wide=True), table_rows(summary, wide=True))]
     parts += ["", "## Definitions", ""]
     parts += [f"- `{name}`: {text}" for name, text in summary.get("definitions", {}).items()]
     if plots:
@@ -227,37 +281,101 @@ def flat_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def plot_success(summary: dict[str, Any], path: Path) -> None:
-    """Grouped bars: success rate per env, one bar per agent, with standard-error whiskers."""
+    """success.png: :func:`success_figure` saved."""
+    import matplotlib.pyplot as plt
+
+    fig = success_figure(summary)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # the legend sits outside the axes
+    plt.close(fig)
+
+
+def success_figure(summary: dict[str, Any]):
+    """Success rate per env, one bar per agent, whiskers of one standard error. Every bar carries its value, so
+    a rate of 0 reads "0" (a bar of height 0 is otherwise invisible) and an unavailable one "n/a"."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     envs = list(dict.fromkeys(r["env_id"] for r in summary["rows"]))
     agents = list(dict.fromkeys(r["agent"] for r in summary["rows"]))
-    fig, ax = plt.subplots(figsize=(min(12, max(5, 0.5 * len(envs) * max(1, len(agents)) + 2)), 3.8))
+    fig, ax = plt.subplots(figsize=(min(14, max(6, 0.55 * len(envs) * max(1, len(agents)) + 2.5)), 4.2))
     width = 0.8 / max(len(agents), 1)
+    label_size = 7 if len(envs) * len(agents) <= 24 else 5.5
     for a, agent in enumerate(agents):
-        heights, errors = [], []
+        xs = [e + a * width - 0.4 + width / 2 for e in range(len(envs))]
+        metrics = []
         for env in envs:
             row = next((r for r in summary["rows"] if r["env_id"] == env and r["agent"] == agent), None)
-            metric = row["metrics"]["success_rate"] if row else {}
-            heights.append(metric.get("value") or 0.0)
-            errors.append(metric.get("stderr") or 0.0)
-        ax.bar([e + a * width - 0.4 + width / 2 for e in range(len(envs))], heights, width, yerr=errors, label=agent)
+            metrics.append(row["metrics"].get("success_rate", {}) if row else {})
+        heights = [cell.get("value") or 0.0 for cell in metrics]
+        errors = [cell.get("stderr") or 0.0 for cell in metrics]
+        bars = ax.bar(xs, heights, width, yerr=errors, capsize=2, error_kw={"lw": 0.8}, label=agent)
+        for x, h, err, cell in zip(xs, heights, errors, metrics, strict=True):
+            text = "n/a" if cell.get("value") is None else f"{h:.2f}".rstrip("0").rstrip(".")
+            ax.text(x, h + err + 0.015, text, ha="center", va="bottom", fontsize=label_size, rotation=90,
+                    color=bars.patches[0].get_facecolor())  # fmt: skip
     ax.set_xticks(range(len(envs)))
     ax.set_xticklabels([e.removeprefix("ragen/") for e in envs], rotation=20, ha="right")
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(0, 1.18)  # room above 1.0 for the value labels
+    ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
     ax.set_ylabel("success rate")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    run_id = summary.get("run_id")
+    ax.set_title("Success rate per env and agent" + (f"\nrun {run_id}" if run_id else ""), fontsize=9)
+    handles, _ = ax.get_legend_handles_labels()
+    whisker = Line2D([], [], color="black", lw=0.8, marker="_", markersize=8, label="± 1 standard error")
+    ax.legend(handles=[*handles, whisker], fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              borderaxespad=0.0, title="agent", title_fontsize=8)  # fmt: skip
+    return fig  # no tight_layout: a long agent spec in the legend defeats it; savefig's tight bbox holds all
 
 
 ENV_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p", "8", "d")
 """One marker per env in the MI plot (colour is the agent): a legend, not labels next to the points, because an
 input-agnostic agent puts every env at MI ≈ 0 and labels there overlap."""
+
+
+SCATTER_SIZE = 46
+"""Marker area (points²) in the MI-vs-entropy scatter."""
+
+
+def spread_overlaps(positions: np.ndarray, diameter: float) -> tuple[np.ndarray, list[tuple[float, float]]]:
+    """Offsets (in points) that put markers closer than ``diameter`` to one another on a ring around their
+    group's centre, and the centres of the groups moved.
+
+    An input-agnostic agent puts every env at MI ≈ 0 with nearly the same entropy: drawn as they are, those
+    points are one blob. Groups are the connected components of "closer than ``diameter``"; a group of ``k``
+    goes on a ring whose neighbours are just over ``diameter`` apart.
+    """
+    count = len(positions)
+    group = list(range(count))
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            group[i] = group[group[i]]
+            i = group[i]
+        return i
+
+    for i in range(count):
+        for j in range(i + 1, count):
+            if np.hypot(*(positions[i] - positions[j])) < diameter:
+                group[root(i)] = root(j)
+    members: dict[int, list[int]] = defaultdict(list)
+    for i in range(count):
+        members[root(i)].append(i)
+    shift = np.zeros((count, 2))
+    centres = []
+    for indices in members.values():
+        k = len(indices)
+        if k < 2:
+            continue
+        centre = positions[indices].mean(axis=0)
+        radius = max(diameter, 1.15 * diameter / (2 * math.sin(math.pi / k)))
+        for n, i in enumerate(indices):
+            angle = math.pi / 2 + 2 * math.pi * n / k
+            shift[i] = centre + radius * np.array([math.cos(angle), math.sin(angle)]) - positions[i]
+        centres.append((float(centre[0]), float(centre[1])))
+    return shift, centres
 
 
 def plot_mi_entropy(points: Sequence[tuple[str, str, float, float]], path: Path, title: str) -> None:
@@ -278,6 +396,7 @@ def mi_entropy_figure(points: Sequence[tuple[str, str, float, float]], title: st
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
+    from matplotlib.transforms import ScaledTranslation
 
     agents = list(dict.fromkeys(p[0] for p in points))
     envs = list(dict.fromkeys(p[1] for p in points))
@@ -286,9 +405,21 @@ def mi_entropy_figure(points: Sequence[tuple[str, str, float, float]], title: st
     marker = {env: ENV_MARKERS[i % len(ENV_MARKERS)] for i, env in enumerate(envs)}
     fig, (ax, by_env) = plt.subplots(1, 2, figsize=(12.5, max(4.8, 0.32 * len(envs) + 1.6)),
                                      gridspec_kw={"width_ratios": (1.35, 1.0), "wspace": 0.85})  # fmt: skip
-    for agent, env, entropy, mi in points:
-        ax.scatter([entropy], [mi], s=46, marker=marker[env], color=colour[agent], alpha=0.8, edgecolors="white",
-                   linewidths=0.5)  # fmt: skip
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.14, top=0.88)  # legends sit in the gap between the axes
+    xy = np.array([(entropy, mi) for _, _, entropy, mi in points], dtype=np.float64).reshape(-1, 2)
+    ax.update_datalim(xy)
+    ax.autoscale_view()
+    to_points = 72.0 / fig.dpi
+    shift, centres = spread_overlaps(ax.transData.transform(xy) * to_points, math.sqrt(SCATTER_SIZE) + 1.5)
+    for (agent, env, entropy, mi), (dx, dy) in zip(points, shift, strict=True):
+        moved = ax.transData + ScaledTranslation(dx / 72.0, dy / 72.0, fig.dpi_scale_trans)
+        ax.scatter([entropy], [mi], s=SCATTER_SIZE, marker=marker[env], color=colour[agent], alpha=0.85,
+                   edgecolors="white", linewidths=0.5, transform=moved, zorder=3)  # fmt: skip
+    if centres:  # where a spread group really sits
+        centre_xy = ax.transData.inverted().transform(np.array(centres) / to_points)
+        ax.scatter(centre_xy[:, 0], centre_xy[:, 1], s=6, color="0.2", marker="o", zorder=4)
+        fig.text(0.07, 0.015, "Points that would overlap are spread on a ring around their shared position (small "
+                 "dark dot); the right panel gives each one's exact MI.", fontsize=7, color="0.3")  # fmt: skip
     ax.axhline(0.0, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("reasoning entropy estimate H(Z) (nats/token)")
     ax.set_ylabel("MI estimate I(X;Z) (nats/token)")
@@ -315,7 +446,6 @@ def mi_entropy_figure(points: Sequence[tuple[str, str, float, float]], title: st
     by_env.grid(axis="y", color="0.92")
     by_env.set_xlabel("MI estimate I(X;Z) (nats/token)")
     by_env.set_title("MI per env, agents side by side", fontsize=9)
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.11, top=0.88)  # legends sit in the gap between the axes
     return fig
 
 
@@ -416,13 +546,8 @@ def load_summary(run_dir: Path) -> dict[str, Any]:
     return summary
 
 
-COMPARE_KEYS = (
-    ("success", "success_rate"),
-    ("MI", "trajectory/mi_estimate"),
-    ("retrieval", "trajectory/retrieval_accuracy"),
-    ("MI z", "trajectory/mi_zscore"),
-    ("entropy", "token_entropy"),
-)
+COMPARE_KEYS = ("success_rate", "trajectory/mi_estimate", "trajectory/retrieval_accuracy", "trajectory/mi_zscore",
+                "token_entropy")  # fmt: skip
 
 
 def compare(run_dirs: Sequence[Path], out: Path | None = None, stream: Any = None) -> str:
@@ -430,14 +555,16 @@ def compare(run_dirs: Sequence[Path], out: Path | None = None, stream: Any = Non
     stream = stream or sys.stdout
     summaries = [(Path(d).name, load_summary(Path(d))) for d in run_dirs]
     keys = list(dict.fromkeys((r["env_id"], r["agent"]) for _, s in summaries for r in s["rows"]))
-    header = ["env", "agent"] + [f"{title} [{name}]" for title, _ in COMPARE_KEYS for name, _ in summaries]
+    header = ["env", "agent"] + [f"{key.rpartition('/')[2]} [{name}]" for key in COMPARE_KEYS for name, _ in summaries]
     body = []
     for env_id, agent in keys:
         cells = [env_id, agent]
-        for _, key in COMPARE_KEYS:
+        for key in COMPARE_KEYS:
             for _, summary in summaries:
                 row = next((r for r in summary["rows"] if (r["env_id"], r["agent"]) == (env_id, agent)), None)
-                cells.append(_fmt(row["metrics"].get(key), 3, key == "success_rate") if row else "—")
+                cells.append(
+                    _fmt(row["metrics"].get(key), 3, key in ("success_rate", "trajectory/mi_estimate")) if row else "—"
+                )
         body.append(cells)
     text = _markdown_table(header, body)
     if out is not None:

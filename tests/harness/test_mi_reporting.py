@@ -27,10 +27,12 @@ def test_few_prompts_are_flagged_in_the_report(tmp_path, capsys):
     metrics, report = _run(tmp_path, "random", 3, "few")
     assert metrics["trajectory/distinct_prompts"]["value"] == 3
     table = next(line for line in report.splitlines() if line.startswith("| ragen/Bandit-v0 | random"))
-    assert "(3 prompts)" in table and "fewer than 4 distinct prompts" in report
+    assert "†" in table and "† compares fewer than 4 distinct prompts" in report
+    family = report.split("trajectory pairs", 1)[1].split("##", 1)[0]
+    assert "(3 prompts)" in next(line for line in family.splitlines() if line.startswith("| ragen/Bandit-v0"))
     metrics, report = _run(tmp_path, "random", 8, "enough")
     assert metrics["trajectory/distinct_prompts"]["value"] == 8
-    assert not any(" prompts)" in line for line in report.splitlines() if line.startswith("| ragen/"))
+    assert "†" not in report and not any(" prompts)" in line for line in report.splitlines())
 
 
 def test_a_deterministic_agent_gets_no_z_score_in_the_thousands(tmp_path, capsys):
