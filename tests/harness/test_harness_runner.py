@@ -209,7 +209,7 @@ def test_report_side_by_side(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", str(a), str(b), "--out", str(tmp_path / "cmp")]) == 0
     table = capsys.readouterr().out
-    assert "success [a]" in table and "success [b]" in table and "random" in table and "oracle" in table
+    assert "success_rate [a]" in table and "mi_estimate [b]" in table and "random" in table and "oracle" in table
     assert (tmp_path / "cmp" / "report.md").exists() and (tmp_path / "cmp" / "mi_entropy.png").exists()
     assert main(["report", str(a)]) == 0 and (a / "success.png").exists()
 
