@@ -2,7 +2,7 @@
 
 Every ``PPOConfig`` field is a flag (``--actor-lr 1e-6``, ``--env-kwargs '{"max_turns": 3}'``,
 ``--no-tensorboard``); its help text is the field's docstring in config.py, so it is written once.
-Precedence: preset or JSON file, then flags. A run resumes from ``<out-dir>/checkpoint.pt`` unless ``--fresh``;
+Precedence: preset or JSON file, then flags. A run resumes from ``<out-dir>/checkpoint.safetensors`` unless ``--fresh``;
 an ``--out-dir`` recorded with a different config is refused unless only ``--iterations`` changed.
 """
 
@@ -12,6 +12,7 @@ import argparse
 import ast
 import dataclasses
 import json
+import sys
 import typing
 from pathlib import Path
 
@@ -147,7 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m baselines.ppo.cli``: train from the command line; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m baselines.ppo.cli", description=__doc__.splitlines()[0])
     add_train_arguments(parser)
-    return run_train(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    try:
+        return run_train(args)
+    except ValueError as error:  # user mistakes (a bad value, a checkpoint to convert): one line, no traceback
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ One iteration (``Trainer.iteration``):
      every rank rolls out its share of the groups and gradients are summed across ranks with one global
      token normaliser, so N ranks make exactly the update one process makes on the combined batch.
 Logs go to ``out_dir/metrics.jsonl``, ``metrics.csv``, TensorBoard and, with ``report_to="wandb"``, Weights &
-Biases (``baselines.ppo.tracking``); ``out_dir/checkpoint.pt`` resumes exactly.
+Biases (``baselines.ppo.tracking``); ``out_dir/checkpoint.safetensors`` (tensors and JSON, never a pickle) resumes exactly.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from baselines.ppo import batch as B
+from baselines.ppo import checkpoint
 from baselines.ppo.config import PPOConfig
 from baselines.ppo.diagnostics import grad_norm_buckets, mi_family
 from baselines.ppo.rollout import collect_rollouts
@@ -210,8 +211,8 @@ class Trainer:
     # ---- checkpoints --------------------------------------------------------------------------------
     @property
     def checkpoint_path(self) -> Path:
-        """``<out_dir>/checkpoint.pt``: the checkpoint a run resumes from."""
-        return self.out_dir / "checkpoint.pt"
+        """``<out_dir>/checkpoint.safetensors``: the checkpoint a run resumes from (``baselines.ppo.checkpoint``)."""
+        return self.out_dir / checkpoint.FILENAME
 
     def save(self) -> None:
         """Write the checkpoint (rank 0 only), atomically: an interrupted save keeps the previous one."""
@@ -225,15 +226,17 @@ class Trainer:
             "critic": self.critic.state_dict() if self.critic else None,
             "critic_optimizer": self.critic_optimizer.state_dict() if self.critic_optimizer else None,
         }
-        tmp = self.checkpoint_path.with_suffix(".tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, self.checkpoint_path)
+        checkpoint.save(self.checkpoint_path, state)
 
     def resume(self) -> bool:
-        """Load ``checkpoint.pt`` if present; the next iteration is then exactly the uninterrupted one."""
+        """Load the checkpoint if present; the next iteration is then exactly the uninterrupted one. Nothing is
+        unpickled: a folder holding only an earlier version's ``checkpoint.pt`` raises a one-line
+        :class:`~baselines.ppo.checkpoint.CheckpointError` saying how to convert it."""
         if not self.checkpoint_path.exists():
+            if (self.out_dir / checkpoint.LEGACY_FILENAME).exists():
+                raise checkpoint.CheckpointError(checkpoint.legacy_message(self.out_dir))
             return False
-        state = torch.load(self.checkpoint_path, map_location=self.device, weights_only=False)
+        state = checkpoint.load(self.checkpoint_path)
         self.policy.load_state_dict(state["policy"])
         self.optimizer.load_state_dict(state["optimizer"])
         if self.critic is not None and state["critic"] is not None:
