@@ -17,16 +17,11 @@ import argparse
 import os
 from pathlib import Path
 
-import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
-from trl import GRPOConfig
-
-from baselines.trl import EnvRollout, MICallback, SNRFilterGRPOTrainer, episode_return, make_dataset
-
 TINY = Path(__file__).resolve().parents[1] / "baselines" / "tiny" / "model"
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """The command line (parsed before torch, transformers and TRL are imported: ``--help`` answers at once)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=str(TINY), help="a local causal LM directory")
     parser.add_argument("--env", default="ragen/Sokoban-v0", help="any registered ragen/* id")
@@ -38,9 +33,18 @@ def main() -> None:
     parser.add_argument("--mi-every", type=int, default=2)
     parser.add_argument("--report-to", default="tensorboard", help="tensorboard, wandb, both (comma), or none")
     parser.add_argument("--out-dir", default="runs/trl_grpo")
-    args = parser.parse_args()
+    return parser.parse_args()
 
+
+def main() -> None:
+    args = parse_args()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    from baselines.trl import EnvRollout, MICallback, SNRFilterGRPOTrainer, episode_return, make_dataset
+
     torch.set_num_threads(1)  # the tiny model's small matmuls: one thread is faster on a shared CPU
     rollout = EnvRollout(args.env, max_turns=args.max_turns, max_new_tokens=args.tokens, seed=0)
     config = GRPOConfig(

@@ -79,7 +79,14 @@ def config_from_args(args: argparse.Namespace) -> PPOConfig:
 
         values["env_id"] = resolve_env_id(str(values["env_id"]))
     config = PPOConfig.from_dict(values)
+    # what a stat or a metadata read can answer comes before importing torch and transformers (seconds)
+    from harness.agents.hf import check_model_source
+    from harness.device import check_device
+
+    if config.model:
+        check_model_source(config.model, flag="--model ")
     if str(config.device).startswith("cuda"):
+        check_device(str(config.device))
         import torch
 
         if not torch.cuda.is_available():
@@ -119,11 +126,11 @@ def check_out_dir(config: PPOConfig) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     """Train as the arguments say (resuming ``--out-dir`` unless ``--fresh``), one line per iteration; returns 0."""
-    from baselines.ppo.trainer import Trainer
-
     config = config_from_args(args)
     if not args.fresh:
         check_out_dir(config)
+    from baselines.ppo.trainer import Trainer  # torch: after the checks above, which answer without it
+
     trainer = Trainer(config)
     try:
         rows = trainer.train(resume=not args.fresh)

@@ -32,6 +32,7 @@ from typing import Any
 
 from harness.agents.base import Agent, Context, Generation, Request, Score
 from harness.agents.options import AgentOptions
+from harness.device import check_device
 from harness.threads import resolve_threads, torch_threads
 from harness.transcript import continuation_ids, render_prompt
 
@@ -49,7 +50,7 @@ def _import_llm():
     return torch, transformers
 
 
-def _check_model_location(name_or_dir: str) -> None:
+def _check_model_location(name_or_dir: str, flag: str = "hf:") -> None:
     """A path that does not exist, or a directory without a saved model, is named here, before transformers
     answers with a hub-name error or a tokenizer-conversion riddle."""
     # a hub name is "name" or "org/name"; anything else with a slash (or ./, ~) is meant as a local path
@@ -57,11 +58,37 @@ def _check_model_location(name_or_dir: str) -> None:
     if os.path.isdir(name_or_dir):
         if not os.path.isfile(os.path.join(name_or_dir, "config.json")):
             raise ValueError(
-                f"hf:{name_or_dir}: the directory holds no model (no config.json); point hf: at a directory written by "
-                "save_pretrained (config.json, weights, tokenizer files), e.g. hf:baselines/tiny/model"
+                f"{flag}{name_or_dir}: the directory holds no model (no config.json); point {flag.strip()} at a directory "
+                f"written by save_pretrained (config.json, weights, tokenizer files), e.g. {flag}baselines/tiny/model"
             )
     elif looks_like_path and not os.path.exists(os.path.expanduser(name_or_dir)):
-        raise ValueError(f"hf:{name_or_dir}: no such directory (a model directory, or a hub name like org/model)")
+        raise ValueError(f"{flag}{name_or_dir}: no such directory (a model directory, or a hub name like org/model)")
+
+
+def _not_cached(name: str, flag: str = "hf:") -> str:
+    return f"{flag}{name}: not in the local cache: download it (hf download {name}), or pass {flag}/path/to/dir"
+
+
+def _check_hub_cache(name: str, flag: str) -> None:
+    """Offline, a hub name must be in the local cache: say so by name, before transformers is imported."""
+    try:
+        from huggingface_hub import constants, try_to_load_from_cache
+    except ImportError:
+        return  # the llm extra is missing: _import_llm says how to install it
+    offline = getattr(constants, "is_offline_mode", lambda: constants.HF_HUB_OFFLINE)()
+    if offline and not isinstance(try_to_load_from_cache(name, "config.json"), str):
+        raise ValueError(f"{_not_cached(name, flag)}; HF_HUB_OFFLINE is set, so nothing is downloaded")
+
+
+def check_model_source(name_or_dir: str, flag: str = "hf:") -> bool:
+    """Whether ``name_or_dir`` is a local model directory (else a hub name); a missing path, a directory without a
+    model or, offline, a hub name not in the cache raises ``ValueError`` naming it as ``flag`` + name (the way the
+    user wrote it: ``hf:`` or ``--model ``), without importing torch."""
+    _check_model_location(name_or_dir, flag)
+    local = os.path.isdir(name_or_dir)
+    if not local:
+        _check_hub_cache(name_or_dir, flag)
+    return local
 
 
 class HFAgent(Agent):
@@ -98,9 +125,12 @@ class HFAgent(Agent):
     @classmethod
     def from_pretrained(cls, name_or_dir: str, options: AgentOptions | None = None) -> HFAgent:
         """Load a transformers causal LM and its tokenizer from a local folder or cached name; raises with the fix when the asked device is not available."""
-        torch, transformers = _import_llm()
         options = options or AgentOptions()
         device = options.device
+        # what a stat or a metadata read can answer comes before importing torch and transformers (seconds)
+        check_device(device)
+        local = check_model_source(name_or_dir)
+        torch, transformers = _import_llm()
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         elif device.startswith("cuda") and not torch.cuda.is_available():
@@ -111,12 +141,15 @@ class HFAgent(Agent):
             dtype = "bfloat16" if device.startswith("cuda") else "float32"
         if not hasattr(torch, dtype):
             raise ValueError(f"dtype must be one of auto, float32, bfloat16, float16; got {dtype!r}")
-        _check_model_location(name_or_dir)
-        local = os.path.isdir(name_or_dir)
-        tokenizer = transformers.AutoTokenizer.from_pretrained(name_or_dir, local_files_only=local)
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            name_or_dir, dtype=getattr(torch, dtype), local_files_only=local
-        )
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(name_or_dir, local_files_only=local)
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                name_or_dir, dtype=getattr(torch, dtype), local_files_only=local
+            )
+        except OSError as error:  # transformers' "couldn't connect / couldn't find them in the cached files"
+            if local:
+                raise
+            raise ValueError(f"{_not_cached(name_or_dir)} ({str(error).splitlines()[0]})") from error
         model.to(device).eval()
         if device == "cpu":
             torch.set_num_threads(resolve_threads(options.extra.get("threads")))
