@@ -34,7 +34,7 @@ REQUESTS = ("auto", "cpu", "cuda", "skip")
 def wanted_build(request: str, gpu: bool) -> str:
     """The build to install, ``cpu``, ``cuda`` or ``skip``: the request, with ``auto`` decided by ``gpu``."""
     if request not in REQUESTS:
-        close = difflib.get_close_matches(request, REQUESTS, n=1)
+        close = difflib.get_close_matches(request, REQUESTS, n=1, cutoff=0.7)
         hint = f" Did you mean {close[0]}?" if close else ""
         raise ValueError(f"--torch must be one of {', '.join(REQUESTS)}, got {request!r}.{hint}")
     if request != "auto":
