@@ -245,8 +245,7 @@ def collapse_metrics(
         raise ValueError(f"logp_mean must be a 2-D matrix (reasonings x prompts), got shape {shape}")
     own = _check_own(own_column, shape[0], shape[1])
     mask = _check_scored(scored, shape, own)
-    matrix = _check_matrix("logp_mean", logp_mean, own, mask)
-    rows, cols = matrix.shape
+    rows, cols = shape
     if equivalent is None:
         eq = np.eye(cols, dtype=bool)
     else:
@@ -262,6 +261,9 @@ def collapse_metrics(
         )
         keys = COLLAPSE_KEYS + (COLLAPSE_SEQ_KEYS if logp_sum is not None else ())
         return {key: Unavailable.because(reason) for key in keys}
+    # checked after the prompt count: with one prompt text, envs whose hidden state differs per seed (a number to
+    # guess) have rows that are -inf under the shared text's first seed, and "1 distinct prompt" is the reason
+    matrix = _check_matrix("logp_mean", logp_mean, own, mask)
     log_weights = _column_weights(mask, own, matrix.shape)
     out = _mi_family(matrix, own, "", log_weights)
     out["distinct_prompts"] = distinct_prompts(eq, rows)

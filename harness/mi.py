@@ -53,6 +53,9 @@ class Pairs:
 
 def replay_env(env_id: str, kwargs: dict[str, Any], seed: int, responses: tuple[str, ...]) -> Any:
     """The unwrapped env after ``reset(seed)`` and the given responses (envs are deterministic)."""
+    from ragen_envs.plugins import ensure_registered
+
+    ensure_registered(env_id)
     env = gym.make(env_id, **kwargs)
     env.reset(seed=seed)
     for response in responses:
@@ -205,7 +208,8 @@ def collapse_for(
     *,
     schemes: Sequence[str] = SCHEMES,
 ) -> dict[str, dict[str, Estimate] | str]:
-    """The schemes (both by default) for one (agent, env) batch: a metrics dict, or the reason it is unavailable.
+    """The schemes (both by default) for one (agent, env) batch: a metrics dict, or the reason it is unavailable
+    (also when the agent's scores cannot support the family: one batch never sinks a run).
 
     ``mi_columns``: score each row under that many columns (its own and uniformly drawn others) instead of all.
     The learner calls this too (its episodes as records, its policy as the agent), so training-time and
@@ -234,4 +238,6 @@ def collapse_for(
             out[scheme] = score_pairs(agent, pairs, memo)
         except (MetricUnavailable, ScoringUnavailable) as exc:
             out[scheme] = str(exc)
+        except ValueError as exc:  # the scores cannot support the family (e.g. -inf under a reasoning's own prompt)
+            out[scheme] = f"the MI family could not be computed from {agent.spec!r}'s scores: {exc}"
     return out

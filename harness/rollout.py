@@ -68,8 +68,12 @@ class EnvPool:
     """Reusable env instances per env id (``gym.make`` is not free; a lockstep batch needs several)."""
 
     def __init__(self, config: RunConfig) -> None:
+        from ragen_envs.plugins import ensure_registered
+
         self._kwargs = {plan.env_id: plan.kwargs for plan in config.envs}
         self._free: dict[str, list[Any]] = {}
+        for env_id in self._kwargs:  # a worker process registers an installed package's envs before making them
+            ensure_registered(env_id)
 
     def get(self, env_id: str) -> Any:
         """A free env for ``env_id``, or a new one made with the plan's kwargs."""

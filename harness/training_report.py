@@ -8,7 +8,8 @@ the pattern. Several runs given together are drawn side by side; runs whose fold
 trailing ``seed<k>`` are pooled into one line with a band (min to max over the seeds).
 
 The flag is a heuristic, not a test: first-turn (else trajectory) retrieval accuracy down by ≥ 0.2 from its first
-measurement to its last while token entropy stays ≥ 0.9× its first value.
+measurement to its last while token entropy stays ≥ 0.9× its first value. A run with fewer than 3 MI measurements
+gets "not enough MI points", never a verdict.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ CURVES = (
 )
 RETRIEVAL_DROP = 0.2
 ENTROPY_HELD = 0.9
+MIN_MI_POINTS = 3
+"""Fewer MI measurements than this and the collapse check says so instead of concluding: a first and a last point
+(or one) cannot tell a trend from sampling noise."""
 
 
 def is_learner_run(run_dir: Path) -> bool:
@@ -63,12 +67,17 @@ def series(rows: Sequence[dict], key: str) -> list[tuple[int, float]]:
     return out
 
 
+def mi_point_count(rows: Sequence[dict]) -> int:
+    """How many iterations logged the MI family's retrieval accuracy (the scheme with the most)."""
+    return max(len(series(rows, f"collapse_{scheme}/retrieval_accuracy")) for scheme in ("first_turn", "trajectory"))
+
+
 def collapse_flag(rows: Sequence[dict]) -> str | None:
     """A sentence when the run shows the template-collapse pattern (see the module docstring), else None."""
     entropy = series(rows, "actor/token_entropy")
     for scheme in ("first_turn", "trajectory"):
         retrieval = series(rows, f"collapse_{scheme}/retrieval_accuracy")
-        if len(retrieval) < 2 or len(entropy) < 2:
+        if len(retrieval) < MIN_MI_POINTS or len(entropy) < 2:
             continue
         (i0, r0), (i1, r1) = retrieval[0], retrieval[-1]
         e0, e1 = entropy[0][1], entropy[-1][1]
@@ -156,7 +165,7 @@ def report_training(run_dirs: Sequence[Path], out_dir: Path | None = None) -> st
     groups = pool(run_dirs)
     lines = ["# Learner runs: collapse curves", "", "| run | iterations | " + " | ".join(
         label for _, label in CURVES) + " |", "|---|---|" + "---|" * len(CURVES)]  # fmt: skip
-    flags = []
+    flags, checked = [], 0
     for run_dir in run_dirs:
         rows = load_rows(run_dir)
         cells = []
@@ -164,14 +173,25 @@ def report_training(run_dirs: Sequence[Path], out_dir: Path | None = None) -> st
             values = series(rows, key)
             cells.append(f"{values[0][1]:.3f} → {values[-1][1]:.3f}" if values else "–")
         lines.append(f"| {run_dir.name} | {len(rows)} | " + " | ".join(cells) + " |")
+        points = mi_point_count(rows)
+        if points < MIN_MI_POINTS:
+            flags.append(
+                f"- {run_dir.name}: not enough MI points ({points} logged; the check needs ≥ {MIN_MI_POINTS}): train "
+                "more iterations or log the MI family more often (`mi_every`)"
+            )
+            continue
+        checked += 1
         flag = collapse_flag(rows)
         if flag:
             flags.append(f"- {run_dir.name}: {flag}")
     lines += ["", "Cells: first → last logged value. MI proxies come every `mi_every` iterations (pre-filter batch)."]
     lines += ["", "## Collapse check", ""]
-    lines += flags or [
-        f"- no run shows the template-collapse pattern (retrieval down ≥ {RETRIEVAL_DROP} with entropy held)."
-    ]
+    if checked and not any("pattern" in flag for flag in flags):
+        flags.append(
+            f"- no run with ≥ {MIN_MI_POINTS} MI points shows the template-collapse pattern (retrieval down ≥ "
+            f"{RETRIEVAL_DROP} with entropy held)."
+        )
+    lines += flags
     plot = plot_curves(groups, out_dir / "training_curves.png")
     lines += ["", f"![curves]({plot.name})" if plot else "(plots need matplotlib: pip install 'ragen-envs[report]')"]
     text = "\n".join(lines) + "\n"

@@ -12,19 +12,35 @@ __all__ = ["__version__", "registered_ids", "resolve_env_id"]
 
 
 def registered_ids() -> list[str]:
-    """Every ``ragen/*`` id in Gymnasium's registry, sorted."""
+    """Every ``ragen/*`` id in Gymnasium's registry, sorted, then the ids installed packages register through the
+    ``ragen_envs.envs`` entry-point group (:mod:`ragen_envs.plugins`)."""
     from gymnasium.envs.registration import registry
 
-    return sorted(env_id for env_id in registry if env_id.startswith("ragen/"))
+    from ragen_envs.plugins import load_env_plugins
+
+    plugin_ids = load_env_plugins()
+    own = sorted(env_id for env_id in registry if env_id.startswith("ragen/"))
+    return own + [env_id for env_id in plugin_ids if env_id not in own]
 
 
 def resolve_env_id(name: str) -> str:
-    """A registered ``ragen/*`` id for ``name`` (an id, or ``Name-vN`` without the prefix); else "did you mean"."""
+    """The registered id for ``name`` (an id, or ``Name-vN`` without the ``ragen/`` prefix) whose env is a
+    ``TextEnv``: a ``ragen/*`` id, an installed package's, or any other in Gymnasium's registry; else "did you mean"
+    (or, for a registered env of another kind, why the harness cannot run it)."""
     import difflib
+
+    from gymnasium.envs.registration import registry
+
+    from ragen_envs.plugins import text_env_problem
 
     ids = registered_ids()
     for candidate in (name, f"ragen/{name}"):
-        if candidate in ids:
+        if candidate in ids and candidate.startswith("ragen/"):
+            return candidate
+        if candidate in ids or candidate in registry:
+            problem = text_env_problem(candidate)
+            if problem:
+                raise ValueError(problem)
             return candidate
     close = difflib.get_close_matches(name, ids, n=1, cutoff=0.6) or difflib.get_close_matches(
         f"ragen/{name}", ids, n=1, cutoff=0.6

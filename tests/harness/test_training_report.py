@@ -25,18 +25,19 @@ def write_run(folder, retrieval, entropy):
 
 def test_collapse_flag_needs_mi_down_with_entropy_held():
     collapsed = [{"iteration": 0, "actor/token_entropy": 1.0, "collapse_first_turn/retrieval_accuracy": 0.9},
-                 {"iteration": 3, "actor/token_entropy": 0.95, "collapse_first_turn/retrieval_accuracy": 0.5}]  # fmt: skip
+                 {"iteration": 3, "actor/token_entropy": 1.0, "collapse_first_turn/retrieval_accuracy": 0.7},
+                 {"iteration": 6, "actor/token_entropy": 0.95, "collapse_first_turn/retrieval_accuracy": 0.5}]  # fmt: skip
     assert "template-collapse pattern" in collapse_flag(collapsed)
-    narrowed = [dict(collapsed[0]), {**collapsed[1], "actor/token_entropy": 0.3}]  # entropy fell too
+    narrowed = [*collapsed[:2], {**collapsed[2], "actor/token_entropy": 0.3}]  # entropy fell too
     assert collapse_flag(narrowed) is None
-    assert collapse_flag(collapsed[:1]) is None
+    assert collapse_flag(collapsed[::2]) is None  # two MI points: no verdict
 
 
 def test_harness_report_draws_learner_curves_and_pools_seeds(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    write_run(tmp_path / "filter_seed0", [0.9, None, 0.85], [1.0, 1.0, 1.0])
-    write_run(tmp_path / "filter_seed1", [0.8, None, 0.8], [1.0, 0.9, 1.0])
-    write_run(tmp_path / "nofilter_seed0", [0.9, None, 0.4], [1.0, 1.0, 0.98])
+    write_run(tmp_path / "filter_seed0", [0.9, None, 0.88, 0.85], [1.0, 1.0, 1.0, 1.0])
+    write_run(tmp_path / "filter_seed1", [0.8, None, 0.8, 0.8], [1.0, 0.9, 1.0, 1.0])
+    write_run(tmp_path / "nofilter_seed0", [0.9, None, 0.6, 0.4], [1.0, 1.0, 1.0, 0.98])
     runs = [tmp_path / n for n in ("filter_seed0", "filter_seed1", "nofilter_seed0")]
     assert sorted(pool(runs)) == ["filter", "nofilter"] and len(pool(runs)["filter"]) == 2
     out = tmp_path / "report"
@@ -58,3 +59,12 @@ def test_several_learner_runs_without_out_is_a_one_line_error(tmp_path, capsys):
     (tmp_path / "a" / "metrics.jsonl").write_text("{not json\n")
     with pytest.raises(ValueError, match="metrics.jsonl:1"):
         report_training([tmp_path / "a"])
+
+
+def test_a_run_with_too_few_mi_points_gets_no_verdict(tmp_path, capsys):
+    # a 2-iteration run logs one or two MI points: "no collapse" from them would be a conclusion from noise
+    write_run(tmp_path / "short", [0.9, 0.3], [1.0, 1.0])
+    assert main(["report", str(tmp_path / "short")]) == 0
+    text = capsys.readouterr().out
+    assert "short: not enough MI points (2 logged" in text
+    assert "no run" not in text and "pattern" not in text.split("## Collapse check", 1)[1]
