@@ -62,15 +62,16 @@ def sequence_logprobs(
     device = next(model.parameters()).device
     width = max(len(s) for s in sequences)
     ids = torch.zeros((len(sequences), width), dtype=torch.long)
-    attention = torch.zeros_like(ids)
     mask = torch.zeros((len(sequences), width - 1))
     for row, (seq, row_spans) in enumerate(zip(sequences, spans, strict=True)):
         ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        attention[row, : len(seq)] = 1
         for start, end in row_spans:
             mask[row, start - 1 : end - 1] = 1
-    ids, attention, mask = ids.to(device), attention.to(device), mask.to(device)
-    out = model(input_ids=ids, attention_mask=attention, output_hidden_states=True)
+    ids, mask = ids.to(device), mask.to(device)
+    # no padding mask: the rows are right-padded, so under causal attention a real position never sees a pad
+    # (pads only see real tokens, and their outputs are masked out); without one, SDPA takes its causal kernel
+    # instead of a dense (B, W, W) mask over every key, the same numbers at about half the attention work
+    out = model(input_ids=ids, output_hidden_states=True)
     logits = out.logits[:, :-1, :].float() / temperature  # (B, W-1, V)
     logp_all = torch.log_softmax(logits, dim=-1)
     logp = logp_all.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)

@@ -1,0 +1,107 @@
+"""The update's teacher-forced scoring equals the straightforward computation it replaced, numerically.
+
+The reference below is the plain path: one right-padded forward under a padding mask, the LM head and
+log-softmax at every position, nothing shared between rows. The learner's path skips work that cannot change
+a scored number; these tests show log-probs, entropies, hidden states and gradients agree to float rounding.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from baselines.ppo.generation import sequence_logprobs  # noqa: E402
+
+
+def reference_logprobs(model, sequences, spans, temperature=1.0):
+    """(logp, mask, entropy, hidden) as (B, W-1) columns: padded forward with a mask, full vocabulary."""
+    width = max(len(s) for s in sequences)
+    ids = torch.zeros((len(sequences), width), dtype=torch.long)
+    attention = torch.zeros_like(ids)
+    mask = torch.zeros((len(sequences), width - 1))
+    for row, (seq, row_spans) in enumerate(zip(sequences, spans, strict=True)):
+        ids[row, : len(seq)] = torch.tensor(seq)
+        attention[row, : len(seq)] = 1
+        for start, end in row_spans:
+            mask[row, start - 1 : end - 1] = 1
+    out = model(input_ids=ids, attention_mask=attention, output_hidden_states=True)
+    logp_all = torch.log_softmax(out.logits[:, :-1].float() / temperature, dim=-1)
+    logp = logp_all.gather(-1, ids[:, 1:, None])[..., 0]
+    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    return logp, mask, entropy, out.hidden_states[-1][:, :-1]
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model_dir):
+    torch.manual_seed(0)
+    return transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).train()
+
+
+def grpo_like_batch(vocab: int, seed: int = 0):
+    """Two groups of rows sharing their first prompt, responses of unequal length, some rows with two turns."""
+    g = torch.Generator().manual_seed(seed)
+
+    def tokens(n):
+        return torch.randint(3, vocab, (n,), generator=g).tolist()
+
+    sequences, spans, groups = [], [], []
+    for group, prompt_len in enumerate((23, 9)):
+        prompt = tokens(prompt_len)
+        for sample in range(3):
+            first = tokens(4 + 3 * sample)
+            seq, row_spans = prompt + first, [(prompt_len, prompt_len + len(first))]
+            if sample != 1:  # a second turn: an observation, then another response
+                seq = seq + tokens(5)
+                second = tokens(2 + sample)
+                row_spans.append((len(seq), len(seq) + len(second)))
+                seq = seq + second
+            sequences.append(seq)
+            spans.append(row_spans)
+            groups.append(group)
+    return sequences, spans, groups
+
+
+def grads(model, loss):
+    model.zero_grad(set_to_none=True)
+    loss.backward()
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def assert_same_grads(ours, reference):
+    assert ours.keys() == reference.keys() and ours
+    for name in ours:
+        torch.testing.assert_close(ours[name], reference[name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+def attention_masks(model, run):
+    """The attention masks the first decoder layer's attention received while ``run()`` ran."""
+    seen = []
+    handle = model.model.layers[0].self_attn.register_forward_pre_hook(
+        lambda module, args, kwargs: seen.append(kwargs.get("attention_mask")), with_kwargs=True
+    )
+    try:
+        result = run()
+    finally:
+        handle.remove()
+    return result, seen
+
+
+def test_scoring_without_a_padding_mask_equals_the_masked_forward(model):
+    sequences, spans, _ = grpo_like_batch(model.config.vocab_size)
+    (logp, mask, entropy, hidden), seen = attention_masks(
+        model, lambda: sequence_logprobs(model, sequences, spans, 0.7, with_entropy=True)
+    )
+    assert seen and all(m is None for m in seen)  # SDPA's causal kernel, no dense (B, 1, W, W) mask
+    ref_logp, ref_mask, ref_entropy, ref_hidden = reference_logprobs(model, sequences, spans, 0.7)
+    on = ref_mask.bool()
+    assert torch.equal(mask, ref_mask)
+    torch.testing.assert_close(logp[on], ref_logp[on], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(entropy[on], ref_entropy[on], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(hidden[on], ref_hidden[on], rtol=1e-5, atol=1e-6)
+    weights = torch.linspace(-1, 1, int(on.sum()))
+    assert_same_grads(
+        grads(model, (logp[on] * weights).sum() + entropy[on].sum()),
+        grads(model, (ref_logp[on] * weights).sum() + ref_entropy[on].sum()),
+    )
