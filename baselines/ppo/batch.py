@@ -4,8 +4,8 @@ A *row* is one token sequence with one or more response spans and per-response-t
 concatenated). When an episode's prompts were built append-only (``Episode.chained``), the whole episode is
 ONE row: the last turn's prompt already holds every earlier response token for token, so one forward pass
 scores all turns (as RAGEN trains on whole trajectories) instead of re-reading the growing history once per
-turn. Otherwise (a context window that drops turns) each turn is its own row. Rows are padded into (B, W-1)
-tensors aligned with :func:`sequence_logprobs` (column t predicts token t+1).
+turn. Otherwise (a context window that drops turns) each turn is its own row. Per-token tensors are (B, L), in
+the packed layout of :func:`sequence_logprobs` (column j of a row is its j-th response token).
 """
 
 from __future__ import annotations
@@ -66,26 +66,23 @@ class ValueModel(torch.nn.Module):
         torch.nn.init.zeros_(self.head.bias)
 
     def forward(self, sequences: list[list[int]], spans: list) -> tuple[torch.Tensor, torch.Tensor]:
-        """The value at each position of the padded sequences and the mask of the span positions, (B, W-1) each."""
+        """The value before each span token and the mask of the filled columns, (B, L) each, packed as
+        :func:`sequence_logprobs`."""
         _, mask, _, hidden = sequence_logprobs(self.backbone, sequences, spans)
-        return self.head(hidden.float()).squeeze(-1), mask  # (B, W-1) each
-
-
-def _columns(row: Row) -> torch.Tensor:
-    """The (B, W-1) columns that predict the row's span tokens, in order."""
-    return torch.cat([torch.arange(start - 1, end - 1) for start, end in row.spans])
+        return self.head(hidden.float()).squeeze(-1), mask  # (B, L) each
 
 
 def _scatter(rows: list[Row], values: list[torch.Tensor], width: int) -> torch.Tensor:
-    """Place per-row span vectors into a (B, width) tensor at their columns."""
+    """Per-row span vectors as the (B, width) packed layout of :func:`sequence_logprobs` (zeros after each)."""
     out = torch.zeros((len(rows), width))
-    for b, (row, vec) in enumerate(zip(rows, values, strict=True)):
-        out[b, _columns(row)] = vec.float().cpu()
+    for b, vec in enumerate(values):
+        out[b, : len(vec)] = vec.float().cpu()
     return out
 
 
 def _gather(rows: list[Row], matrix: torch.Tensor) -> list[torch.Tensor]:
-    return [matrix[b, _columns(row).to(matrix.device)].detach().float().cpu() for b, row in enumerate(rows)]
+    """Each row's span vector out of a (B, L) packed matrix."""
+    return [matrix[b, : row.length].detach().float().cpu() for b, row in enumerate(rows)]
 
 
 def single_step(config, global_rows: int) -> bool:

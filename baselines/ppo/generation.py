@@ -53,28 +53,57 @@ Spans = list[tuple[int, int]]
 def sequence_logprobs(
     model, sequences: list[list[int]], spans: list[Spans], temperature: float = 1.0, with_entropy: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """Teacher-forced log-probs of the tokens in ``spans[i]`` of ``sequences[i]`` (right-padded batch).
+    """Teacher-forced log-probs of the tokens in ``spans[i]`` of ``sequences[i]``, packed per row.
 
-    Returns ``(logp, mask, entropy, hidden)``, each (B, W-1) aligned to predicted positions (column t
-    predicts token t+1; ``mask`` marks the span tokens), the entropy over the vocabulary when asked, and the
-    last hidden states (B, W-1, H) for a value head.
+    Returns ``(logp, mask, entropy, hidden)``: (B, L) each, L the most span tokens of a row; column j of row i
+    is the j-th token of its spans (spans concatenated in order), ``mask`` marks the columns a row fills; the
+    entropy over the vocabulary when asked; the last hidden states (B, L, H) of the positions that predict
+    those tokens, for a value head.
     """
     device = next(model.parameters()).device
     width = max(len(s) for s in sequences)
     ids = torch.zeros((len(sequences), width), dtype=torch.long)
-    mask = torch.zeros((len(sequences), width - 1))
-    for row, (seq, row_spans) in enumerate(zip(sequences, spans, strict=True)):
+    for row, seq in enumerate(sequences):
         ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        for start, end in row_spans:
-            mask[row, start - 1 : end - 1] = 1
-    ids, mask = ids.to(device), mask.to(device)
+    ids = ids.to(device)
     # no padding mask: the rows are right-padded, so under causal attention a real position never sees a pad
-    # (pads only see real tokens, and their outputs are masked out); without one, SDPA takes its causal kernel
+    # (pads only see real tokens, and their outputs are never read); without one, SDPA takes its causal kernel
     # instead of a dense (B, W, W) mask over every key, the same numbers at about half the attention work
-    out = model(input_ids=ids, output_hidden_states=True)
-    logits = out.logits[:, :-1, :].float() / temperature  # (B, W-1, V)
+    states = model.base_model(input_ids=ids).last_hidden_state  # (B, W, H)
+    rows, columns = (torch.tensor(x, dtype=torch.long, device=device) for x in _span_positions(spans))
+    hidden = states[rows, columns]  # (N, H): only the positions that predict a span token
+    logp, entropy = _head_logprobs(model, hidden, ids[rows, columns + 1], temperature, with_entropy)
+    lengths = [sum(end - start for start, end in row_spans) for row_spans in spans]
+    mask = _pack([torch.ones(n, device=device) for n in lengths])
+    return (
+        _pack(logp.split(lengths)),
+        mask,
+        _pack(entropy.split(lengths)) if entropy is not None else None,
+        _pack(hidden.split(lengths)),
+    )
+
+
+def _span_positions(spans: list[Spans]) -> tuple[list[int], list[int]]:
+    """(rows, columns), N each in row-major order: the position predicting each span token (t − 1 for t)."""
+    rows = [row for row, row_spans in enumerate(spans) for start, end in row_spans for _ in range(end - start)]
+    columns = [t - 1 for row_spans in spans for start, end in row_spans for t in range(start, end)]
+    return rows, columns
+
+
+def _head_logprobs(model, hidden, targets, temperature: float, with_entropy: bool):
+    """The LM head, log-softmax and (optionally) entropy at the (N, H) ``hidden`` states only, as TRL does
+    (``logits_to_keep``): over prompt positions they are most of the update's head work and never read."""
+    if getattr(model.config, "final_logit_softcapping", None):
+        raise ValueError(
+            "sequence_logprobs applies the LM head itself; models with logit soft-capping are not supported"
+        )
+    logits = model.get_output_embeddings()(hidden).float() / temperature  # (N, V)
     logp_all = torch.log_softmax(logits, dim=-1)
-    logp = logp_all.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    logp = logp_all.gather(-1, targets[:, None])[:, 0]
     entropy = -(logp_all.exp() * logp_all).sum(-1) if with_entropy else None
-    hidden = out.hidden_states[-1][:, :-1, :]
-    return logp, mask, entropy, hidden
+    return logp, entropy
+
+
+def _pack(vectors) -> torch.Tensor:
+    """Per-row vectors (or (n, H) matrices) right-padded with zeros into one (B, L[, H]) tensor."""
+    return torch.nn.utils.rnn.pad_sequence(list(vectors), batch_first=True)

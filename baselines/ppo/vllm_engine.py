@@ -134,7 +134,7 @@ class VLLMEngine:
         policy.train(was_training)
         gap = 0.0
         for row, (start, end) in enumerate(spans):
-            trainer = logp[row, start - 1 : end - 1].float().cpu()
+            trainer = logp[row, : end - start].float().cpu()
             gap = max(gap, float((trainer - torch.tensor(engine[row])).abs().max()))
         return gap
 

@@ -94,14 +94,36 @@ def test_scoring_without_a_padding_mask_equals_the_masked_forward(model):
         model, lambda: sequence_logprobs(model, sequences, spans, 0.7, with_entropy=True)
     )
     assert seen and all(m is None for m in seen)  # SDPA's causal kernel, no dense (B, 1, W, W) mask
-    ref_logp, ref_mask, ref_entropy, ref_hidden = reference_logprobs(model, sequences, spans, 0.7)
-    on = ref_mask.bool()
-    assert torch.equal(mask, ref_mask)
-    torch.testing.assert_close(logp[on], ref_logp[on], rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(entropy[on], ref_entropy[on], rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(hidden[on], ref_hidden[on], rtol=1e-5, atol=1e-6)
+    assert_same_scores(model, sequences, spans, (logp, mask, entropy, hidden), 0.7)
+
+
+def test_the_lm_head_runs_on_response_positions_only(model):
+    sequences, spans, _ = grpo_like_batch(model.config.vocab_size, seed=1)
+    head_rows = []
+    handle = model.get_output_embeddings().register_forward_hook(
+        lambda module, args, out: head_rows.append(out.shape[:-1].numel())
+    )
+    try:
+        scores = sequence_logprobs(model, sequences, spans, 1.3, with_entropy=True)
+    finally:
+        handle.remove()
+    assert head_rows == [sum(end - start for row in spans for start, end in row)]  # not B × W positions
+    lengths = [sum(end - start for start, end in row) for row in spans]
+    assert scores[0].shape == (len(sequences), max(lengths))
+    assert scores[1].sum(-1).tolist() == lengths  # packed: a row's span tokens first, in order
+    assert_same_scores(model, sequences, spans, scores, 1.3)
+
+
+def assert_same_scores(model, sequences, spans, scores, temperature):
+    """Packed scores equal the reference's span columns, and so do the gradients through them."""
+    logp, mask, entropy, hidden = scores
+    ref_logp, ref_mask, ref_entropy, ref_hidden = reference_logprobs(model, sequences, spans, temperature)
+    ours, on = mask.bool(), ref_mask.bool()  # row-major: each row's span tokens in order, in both layouts
+    torch.testing.assert_close(logp[ours], ref_logp[on], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(entropy[ours], ref_entropy[on], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(hidden[ours], ref_hidden[on], rtol=1e-5, atol=1e-6)
     weights = torch.linspace(-1, 1, int(on.sum()))
     assert_same_grads(
-        grads(model, (logp[on] * weights).sum() + entropy[on].sum()),
-        grads(model, (ref_logp[on] * weights).sum() + ref_entropy[on].sum()),
+        grads(model, (logp[ours] * weights).sum() + entropy[ours].sum() + hidden[ours].sum()),
+        grads(model, (ref_logp[on] * weights).sum() + ref_entropy[on].sum() + ref_hidden[on].sum()),
     )
