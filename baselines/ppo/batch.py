@@ -65,10 +65,12 @@ class ValueModel(torch.nn.Module):
         torch.nn.init.zeros_(self.head.weight)
         torch.nn.init.zeros_(self.head.bias)
 
-    def forward(self, sequences: list[list[int]], spans: list) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, sequences: list[list[int]], spans: list, groups: list | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The value before each span token and the mask of the filled columns, (B, L) each, packed as
         :func:`sequence_logprobs`."""
-        _, mask, _, hidden = sequence_logprobs(self.backbone, sequences, spans)
+        _, mask, _, hidden = sequence_logprobs(self.backbone, sequences, spans, groups=groups)
         return self.head(hidden.float()).squeeze(-1), mask  # (B, L) each
 
 
@@ -85,6 +87,14 @@ def _gather(rows: list[Row], matrix: torch.Tensor) -> list[torch.Tensor]:
     return [matrix[b, : row.length].detach().float().cpu() for b, row in enumerate(rows)]
 
 
+def micro_batches(rows: list[Row], size: int) -> list[list[Row]]:
+    """``rows`` in chunks of at most ``size``, a group's rows next to each other (stable: the given order within
+    a group), so a micro-batch holds whole groups whose shared first-turn prompt runs once (see
+    :func:`sequence_logprobs`). The chunks of one minibatch sum to the same loss in any arrangement."""
+    ordered = sorted(rows, key=lambda row: row.group)
+    return [ordered[start : start + size] for start in range(0, len(ordered), size)]
+
+
 def single_step(config, global_rows: int) -> bool:
     """Whether the update is one optimiser step on the whole batch (one epoch, one minibatch of all
     ``global_rows`` rows, every rank's): then no old log-prob pass is needed (see the module docstring)."""
@@ -97,19 +107,18 @@ def fill_old_stats(rows: list[Row], policy, critic, reference, temperature: floa
     skips the old log-probs (a :func:`single_step` update computes them in the loss)."""
     if policy is None and critic is None and reference is None:
         return
-    for start in range(0, len(rows), micro):
-        chunk = rows[start : start + micro]
-        seqs, spans = [r.sequence for r in chunk], [r.spans for r in chunk]
+    for chunk in micro_batches(rows, micro):
+        seqs, spans, groups = [r.sequence for r in chunk], [r.spans for r in chunk], [r.group for r in chunk]
         if policy is not None:
-            logp, _, _, _ = sequence_logprobs(policy, seqs, spans, temperature)
+            logp, _, _, _ = sequence_logprobs(policy, seqs, spans, temperature, groups=groups)
             for row, vec in zip(chunk, _gather(chunk, logp), strict=True):
                 row.old_logp = vec
         if reference is not None:
-            ref, _, _, _ = sequence_logprobs(reference, seqs, spans, temperature)
+            ref, _, _, _ = sequence_logprobs(reference, seqs, spans, temperature, groups=groups)
             for row, vec in zip(chunk, _gather(chunk, ref), strict=True):
                 row.ref_logp = vec
         if critic is not None:
-            values, _ = critic(seqs, spans)
+            values, _ = critic(seqs, spans, groups)
             for row, vec in zip(chunk, _gather(chunk, values), strict=True):
                 row.old_values = vec
 
@@ -174,9 +183,11 @@ def normalizer(rows: list[Row], config) -> float:
 
 def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool = False):
     """Loss of one micro-batch, already divided by the minibatch ``denominator`` (sums to the full loss)."""
-    seqs, spans = [r.sequence for r in rows], [r.spans for r in rows]
+    seqs, spans, groups = [r.sequence for r in rows], [r.spans for r in rows], [r.group for r in rows]
     want_entropy = config.entropy_coef > 0 or parts
-    logp, mask, entropy, _ = sequence_logprobs(policy, seqs, spans, config.temperature, with_entropy=want_entropy)
+    logp, mask, entropy, _ = sequence_logprobs(
+        policy, seqs, spans, config.temperature, with_entropy=want_entropy, groups=groups
+    )
     width = logp.shape[1]
     on_policy = [r.old_logp is None for r in rows]
     if all(on_policy):  # a single-step update: the sampling weights are these weights
@@ -208,7 +219,7 @@ def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool
 
 def critic_loss(rows: list[Row], critic, config, denominator: float) -> torch.Tensor:
     """The critic's clipped value loss on the rows' span tokens, divided by ``denominator``."""
-    values, mask = critic([r.sequence for r in rows], [r.spans for r in rows])
+    values, mask = critic([r.sequence for r in rows], [r.spans for r in rows], [r.group for r in rows])
     width = values.shape[1]
     old = _scatter(rows, [r.old_values for r in rows], width).to(values.device)
     ret = _scatter(rows, [r.returns for r in rows], width).to(values.device)

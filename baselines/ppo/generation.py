@@ -51,7 +51,12 @@ Spans = list[tuple[int, int]]
 
 
 def sequence_logprobs(
-    model, sequences: list[list[int]], spans: list[Spans], temperature: float = 1.0, with_entropy: bool = False
+    model,
+    sequences: list[list[int]],
+    spans: list[Spans],
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    groups: list | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """Teacher-forced log-probs of the tokens in ``spans[i]`` of ``sequences[i]``, packed per row.
 
@@ -59,20 +64,15 @@ def sequence_logprobs(
     is the j-th token of its spans (spans concatenated in order), ``mask`` marks the columns a row fills; the
     entropy over the vocabulary when asked; the last hidden states (B, L, H) of the positions that predict
     those tokens, for a value head.
+
+    ``groups`` (one key per row, e.g. the GRPO group): rows with the same key share their common prefix (the
+    first-turn prompt), which then runs once, its keys/values expanded to the rows (see :func:`_span_states`).
     """
     device = next(model.parameters()).device
-    width = max(len(s) for s in sequences)
-    ids = torch.zeros((len(sequences), width), dtype=torch.long)
-    for row, seq in enumerate(sequences):
-        ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-    ids = ids.to(device)
-    # no padding mask: the rows are right-padded, so under causal attention a real position never sees a pad
-    # (pads only see real tokens, and their outputs are never read); without one, SDPA takes its causal kernel
-    # instead of a dense (B, W, W) mask over every key, the same numbers at about half the attention work
-    states = model.base_model(input_ids=ids).last_hidden_state  # (B, W, H)
-    rows, columns = (torch.tensor(x, dtype=torch.long, device=device) for x in _span_positions(spans))
-    hidden = states[rows, columns]  # (N, H): only the positions that predict a span token
-    logp, entropy = _head_logprobs(model, hidden, ids[rows, columns + 1], temperature, with_entropy)
+    rows, columns = _span_positions(spans)
+    hidden = _span_states(model, sequences, spans, groups, device)  # (N, H)
+    targets = torch.tensor([sequences[r][c + 1] for r, c in zip(rows, columns, strict=True)], device=device)
+    logp, entropy = _head_logprobs(model, hidden, targets, temperature, with_entropy)
     lengths = [sum(end - start for start, end in row_spans) for row_spans in spans]
     mask = _pack([torch.ones(n, device=device) for n in lengths])
     return (
@@ -88,6 +88,69 @@ def _span_positions(spans: list[Spans]) -> tuple[list[int], list[int]]:
     rows = [row for row, row_spans in enumerate(spans) for start, end in row_spans for _ in range(end - start)]
     columns = [t - 1 for row_spans in spans for start, end in row_spans for t in range(start, end)]
     return rows, columns
+
+
+def _shared_prefixes(
+    sequences: list[list[int]], spans: list[Spans], groups: list | None
+) -> list[tuple[list[int], int]]:
+    """Buckets of rows that share a prefix, as ``(rows, P)``: the rows' common first P tokens, P stopping before
+    the position that predicts their first span token (so every scored position lies past the prefix); rows that
+    share nothing form one bucket with P = 0."""
+    buckets: dict = {}
+    for row, key in enumerate(groups if groups is not None else range(len(sequences))):
+        buckets.setdefault(key, []).append(row)
+    shared, alone = [], []
+    for members in buckets.values():
+        limit = min([len(sequences[r]) - 1 for r in members] + [spans[r][0][0] - 1 for r in members if spans[r]])
+        first = sequences[members[0]]
+        length = 0
+        while length < limit and all(sequences[r][length] == first[length] for r in members[1:]):
+            length += 1
+        if len(members) > 1 and length > 0:
+            shared.append((members, length))
+        else:
+            alone.extend(members)
+    return ([(alone, 0)] if alone else []) + shared
+
+
+def _span_states(model, sequences, spans, groups, device) -> torch.Tensor:
+    """The last hidden states (N, H) at the positions predicting the span tokens, in row-major order.
+
+    A bucket of rows with a shared prefix of P tokens (a GRPO group's first-turn prompt) runs that prefix once,
+    batch 1, and its suffixes as one right-padded batch that attends to the prefix's keys/values expanded to the
+    rows: the same numbers as one padded forward of the whole rows (backward sums the rows' gradients into the
+    prefix once), for Σ P·(rows − 1) fewer positions. No padding mask anywhere: the rows are right-padded, so
+    under causal attention a real position never sees a pad (pads only see real tokens, and their outputs are
+    never read); without one, SDPA takes its causal kernel instead of a dense mask over every key. Gradient
+    checkpointing recomputes layers without a cache, so under it nothing is shared.
+    """
+    from harness.lm.kv_cache import cache_keyword
+
+    base = model.base_model
+    if any(getattr(module, "gradient_checkpointing", False) for module in model.modules()):
+        groups = None
+    per_row: list[torch.Tensor | None] = [None] * len(sequences)
+    for members, length in _shared_prefixes(sequences, spans, groups):
+        cache_kw = {}
+        if length:
+            from transformers import DynamicCache
+
+            cache = DynamicCache(config=model.config)
+            prefix = torch.tensor([sequences[members[0]][:length]], dtype=torch.long, device=device)
+            base(input_ids=prefix, use_cache=True, **{cache_keyword(base): cache})
+            for layer in cache.layers:  # (1, heads, P, d) → (rows, heads, P, d), a view: gradients sum into it
+                layer.keys = layer.keys.expand(len(members), -1, -1, -1)
+                layer.values = layer.values.expand(len(members), -1, -1, -1)
+            cache_kw = {"use_cache": True, cache_keyword(base): cache}
+        width = max(len(sequences[r]) for r in members) - length
+        ids = torch.zeros((len(members), width), dtype=torch.long)
+        for b, r in enumerate(members):
+            ids[b, : len(sequences[r]) - length] = torch.tensor(sequences[r][length:], dtype=torch.long)
+        states = base(input_ids=ids.to(device), **cache_kw).last_hidden_state  # (rows, W - P, H)
+        for b, r in enumerate(members):
+            columns = [t - 1 - length for start, end in spans[r] for t in range(start, end)]
+            per_row[r] = states[b, torch.tensor(columns, dtype=torch.long, device=device)]
+    return torch.cat(per_row) if per_row else torch.zeros((0, model.config.hidden_size), device=device)
 
 
 def _head_logprobs(model, hidden, targets, temperature: float, with_entropy: bool):

@@ -357,8 +357,7 @@ class Trainer:
                 self.optimizer.zero_grad(set_to_none=True)
                 if self.critic_optimizer:
                     self.critic_optimizer.zero_grad(set_to_none=True)
-                for start in range(0, len(mb), cfg.micro_batch_size):
-                    micro = mb[start : start + cfg.micro_batch_size]
+                for micro in B.micro_batches(mb, cfg.micro_batch_size):
                     loss, stats = B.policy_loss(micro, self.policy, cfg, denominator)
                     loss.backward()
                     pg_total += stats["pg_loss"]
