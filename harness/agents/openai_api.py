@@ -18,15 +18,19 @@ needs the model's chat template: pass ``tokenizer=<dir-or-name>`` (loaded offlin
 no tokenizer the agent cannot score (``can_score = False``) and the harness reports MI as unavailable; a
 server that returns no prompt log-probs makes ``score`` raise :class:`ScoringUnavailable` likewise.
 
-Reliability: at most ``concurrency`` requests in flight; each has a ``timeout_s`` on connect and on every
-read; connection errors, timeouts, HTTP 408/409/429/5xx and malformed JSON are retried ``max_retries``
+Reliability: at most ``concurrency`` requests in flight; each attempt has a total deadline of ``timeout_s``
+(connect, send, wait and the whole reply: a server that drips its reply is cut off at the deadline) and a cap of
+``max_reply_mb`` on the reply's body (``bounded_http``); a larger reply fails at once with
+:class:`EndpointError`. Every reply is read as hostile input (``openai_reply``): a field that is missing or of
+the wrong kind raises :class:`EndpointError` naming it, never anything else. Connection errors, timeouts,
+HTTP 408/409/429/5xx and malformed JSON are retried ``max_retries``
 times with exponential backoff (``backoff_s · 2^attempt``, capped at 30 s, ``Retry-After`` honoured);
 401/403 raise :class:`EndpointAuthError` and other 4xx :class:`EndpointError` at once, with the server's
 message. The API key is read from the environment variable ``api_key_env`` (``OPENAI_API_KEY``) when the
 request is sent and is never stored on the agent, logged, or put in an error message.
 
 Options (``AgentOptions.extra``, or the spec's query: ``openai:<base-url>#<model>?tokenizer=<dir>&concurrency=4``):
-``api_key_env``, ``concurrency`` (8), ``timeout_s`` (60),
+``api_key_env``, ``concurrency`` (8), ``timeout_s`` (60, per attempt, in all), ``max_reply_mb`` (32),
 ``max_retries`` (4), ``backoff_s`` (0.5), ``prefill`` (``continue``/``omit``), ``tokenizer``, ``logprobs``
 (True).
 """
@@ -39,12 +43,12 @@ import socket
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from harness.agents import bounded_http, openai_reply
 from harness.agents.base import Agent, Context, Generation, Request, Score, ScoringUnavailable
 from harness.agents.options import AgentOptions
 from harness.transcript import render_prompt
@@ -77,6 +81,7 @@ class EndpointConfig:
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = 8
     timeout_s: float = 60.0
+    max_reply_mb: int = 32
     max_retries: int = 4
     backoff_s: float = 0.5
     prefill: str = "continue"
@@ -90,6 +95,7 @@ class EndpointConfig:
             raise ValueError("model must be non-empty: use openai:<base-url>#<model>")
         check_range("concurrency", self.concurrency, 1, integer=True)
         check_range("timeout_s", self.timeout_s, 0.001)
+        check_range("max_reply_mb", self.max_reply_mb, 1, 4096, integer=True)
         check_range("max_retries", self.max_retries, 0, integer=True)
         check_range("backoff_s", self.backoff_s, 0.0)
         check_choice("prefill", self.prefill, PREFILL_MODES)
@@ -118,7 +124,7 @@ class EndpointConfig:
 
 def _coerce(key: str, value: str) -> Any:
     """A query-string option as the type its field has."""
-    kinds = {"concurrency": int, "max_retries": int, "timeout_s": float, "backoff_s": float}
+    kinds = {"concurrency": int, "max_retries": int, "max_reply_mb": int, "timeout_s": float, "backoff_s": float}
     if key in kinds:
         try:
             return kinds[key](value)
@@ -166,15 +172,17 @@ class OpenAIAgent(Agent):
         return headers
 
     def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        request = urllib.request.Request(
-            self.config.base_url + path, data=json.dumps(body).encode(), headers=self._headers(), method="POST"
+        raw = bounded_http.post(
+            self.config.base_url + path,
+            json.dumps(body).encode(),
+            self._headers(),
+            timeout_s=self.config.timeout_s,
+            max_bytes=self.config.max_reply_mb << 20,
         )
-        with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:
-            raw = response.read()
         try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as error:
-            raise _Retryable(f"malformed JSON from {path}: {raw[:200]!r}") from error
+            data = openai_reply.decode(raw)
+        except ValueError as error:
+            raise _Retryable(f"malformed JSON from {path} ({error}): {raw[:200]!r}") from None
         if not isinstance(data, dict):
             raise _Retryable(f"malformed JSON from {path}: expected an object, got {type(data).__name__}")
         return data
@@ -206,14 +214,16 @@ class OpenAIAgent(Agent):
                 retry_after = error.headers.get("Retry-After") if error.headers else None
                 if retry_after and retry_after.strip().isdigit():
                     wait = min(30.0, float(retry_after))
+            except bounded_http.ReplyTooLarge as error:
+                raise EndpointError(f"{url}: {error} (the max_reply_mb option sets it)") from None
             except _Retryable as error:
                 last = str(error)
             except TimeoutError:
-                last = f"timed out after {self.config.timeout_s}s"
+                last = f"timed out after {self.config.timeout_s}s (the whole request)"
             except (urllib.error.URLError, ConnectionError, OSError) as error:
                 reason = getattr(error, "reason", error)
                 if isinstance(reason, (TimeoutError, socket.timeout)):
-                    last = f"timed out after {self.config.timeout_s}s"
+                    last = f"timed out after {self.config.timeout_s}s (the whole request)"
                 else:
                     last = f"connection failed: {reason}"
             if attempt < self.config.max_retries:
@@ -246,25 +256,17 @@ class OpenAIAgent(Agent):
     def _generate_one(self, request: Request) -> Generation:
         data = self._post("/chat/completions", self._chat_body(request))
         try:
-            choice = data["choices"][0]
-            text = choice["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError) as error:
+            reply = openai_reply.chat_reply(data)
+        except openai_reply.ReplyShapeError as error:
             raise EndpointError(
-                f"{self.config.base_url}/chat/completions: unexpected response shape: {error!r}"
+                f"{self.config.base_url}/chat/completions: unexpected response shape: {error}"
             ) from None
-        if not isinstance(text, str):
-            raise EndpointError(f"{self.config.base_url}/chat/completions: message content is not a string")
+        text = reply.text
         prefill = request.context.prefill
         if prefill and self.config.prefill == "omit" and text.lstrip().startswith(prefill):
             text = text.lstrip()[len(prefill) :]
-        text = _restore_stop(text, choice.get("finish_reason"))
-        logprobs = None
-        content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
-        if isinstance(content, list) and all(isinstance(t, dict) and "logprob" in t for t in content):
-            logprobs = tuple(float(t["logprob"]) for t in content)
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        num_tokens = usage.get("completion_tokens", len(logprobs) if logprobs is not None else None)
-        return Generation(text=text, num_tokens=num_tokens, token_logprobs=logprobs)
+        text = _restore_stop(text, reply.finish_reason)
+        return Generation(text=text, num_tokens=reply.completion_tokens, token_logprobs=reply.token_logprobs)
 
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
         """Agent protocol's generate: one :class:`Generation` per request, in order, sent to the endpoint with up to ``concurrency`` requests in flight."""
@@ -286,14 +288,14 @@ class OpenAIAgent(Agent):
         }
         data = self._post("/completions", body)
         try:
-            logprobs = data["choices"][0]["logprobs"]
-            offsets, values = logprobs["text_offset"], logprobs["token_logprobs"]
-        except (KeyError, IndexError, TypeError) as error:
-            raise ScoringUnavailable(
-                f"{self.config.base_url}/completions returned no prompt log-probs (echo + logprobs unsupported?)"
-            ) from error
-        start, end = len(prompt), len(prompt) + len(text)
-        picked = [v for off, v in zip(offsets, values, strict=True) if start <= off < end and v is not None]
+            picked = openai_reply.span_logprobs(data, len(prompt), len(prompt) + len(text))
+        except openai_reply.ReplyShapeError as error:
+            if error.missing:
+                raise ScoringUnavailable(
+                    f"{self.config.base_url}/completions returned no prompt log-probs (echo + logprobs unsupported?): "
+                    f"{error}"
+                ) from None
+            raise EndpointError(f"{self.config.base_url}/completions: unexpected response shape: {error}") from None
         return Score(logprob_sum=float(sum(picked)), num_tokens=len(picked))
 
     def score(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[Score]:
@@ -331,15 +333,7 @@ class _Retryable(Exception):
 
 def _error_detail(error: urllib.error.HTTPError) -> str:
     """The server's error message, from an OpenAI-style JSON body when there is one (truncated)."""
-    try:
-        raw = error.read()[:2000]
-    except Exception:  # the body of a failed response may be unreadable; the status code still says enough
+    raw = getattr(error, "body_prefix", b"")
+    if not raw:
         return error.reason if isinstance(error.reason, str) else ""
-    try:
-        data = json.loads(raw)
-        message = data.get("error", {}).get("message") if isinstance(data.get("error"), dict) else data.get("error")
-        if message:
-            return str(message)[:300]
-    except (ValueError, AttributeError):
-        pass
-    return raw.decode("utf-8", "replace")[:300]
+    return openai_reply.error_message(raw) or raw.decode("utf-8", "replace")[:300]
