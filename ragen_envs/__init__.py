@@ -79,3 +79,6 @@ register(id="ragen/CodeExec-v0", entry_point="ragen_envs.code.env:CodeExecEnv")
 
 # ---- web ------------------------------------------------------------------------------------------------
 register(id="ragen/WebShop-v0", entry_point="ragen_envs.webshop.env:WebShopEnv")
+
+# ---- search ---------------------------------------------------------------------------------------------
+register(id="ragen/SearchQA-v0", entry_point="ragen_envs.searchqa.env:SearchQAEnv")
