@@ -142,13 +142,14 @@ BASELINE_OVERRIDES = (
     ("ragen/CodeExec*", (2, 4)),
     ("ragen/*Code*", (2, 4)),
     ("ragen/WebShop*", (2, 4)),
+    ("ragen/SearchQA*", (4, 4)),
     ("ragen/Sokoban-10x10*", (2, 4)),
     ("ragen/Sokoban-8x8*", (4, 4)),
     ("ragen/FrozenLake-8x8*", (4, 4)),
 )
-"""Slower envs (a sandboxed process per step; page rendering; 10–20-turn episodes whose prompts grow with the
-history, which the tiny LM re-reads every turn) get fewer seeds so that ``harness run
-baseline`` stays within a few minutes on 2 CPU cores. First match wins."""
+"""Slower envs (a sandboxed process per step; page rendering; search results of ~1,000 characters per turn;
+10–20-turn episodes whose prompts grow with the history, which the tiny LM re-reads every turn) get fewer seeds
+so that ``harness run baseline`` stays within a few minutes on 2 CPU cores. First match wins."""
 
 BASELINE_MAX_NEW_TOKENS = 96
 """Per-turn token budget of the baseline preset: the tiny LM answers in ~45 tokens; a derailed response

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.records import EpisodeRecord, TurnRecord, record_problem
-from leaderboard.suite import SUITES, Suite
+from leaderboard.suite import SUITE_VERSIONS, Suite
 
 
 class RecordError(ValueError):
@@ -88,7 +88,7 @@ def split_plans(suite: Suite, split: str, secret: bytes | None = None) -> dict[s
 def identify_run(config: Any, suite: Suite | None = None, secret: bytes | None = None) -> tuple[Suite, str]:
     """The (suite, split) whose envs, kwargs, seeds and samples a run's config.json equals; ``ValueError`` if none.
 
-    Tries ``suite`` if given, else every built-in suite; the hidden split only with the secret.
+    Tries ``suite`` if given, else every built-in suite version; the hidden split only with the secret.
     """
     if not isinstance(config, dict):
         raise ValueError("config.json must hold a JSON object")
@@ -108,7 +108,7 @@ def identify_run(config: Any, suite: Suite | None = None, secret: bytes | None =
         raise ValueError(
             f"config.json: run.context_turns must be null or a non-negative integer, got {context_turns!r}"
         )
-    candidates = [suite] if suite is not None else list(SUITES.values())
+    candidates = [suite] if suite is not None else list(SUITE_VERSIONS)
     for candidate in candidates:
         splits = ["official"] + (["hidden"] if candidate.hidden is not None and secret is not None else [])
         for split in splits:

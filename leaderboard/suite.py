@@ -291,7 +291,14 @@ def did_you_mean(word: Any, choices: tuple[str, ...] | list[str]) -> str:
 # outcome that depends on the verifier machine's load could reject an honest submission.
 _OFFICIAL_SEEDS = tuple(range(10_000, 10_064))
 
-OFFICIAL = Suite(
+_HIDDEN_2026_S1 = HiddenSplit(
+    season="2026-s1",
+    # sha256 of the season's secret; the secret itself stays with the maintainers.
+    secret_sha256="8fb9070c32730f817478fd3970c419263a1ae3c2558521f12ff27b7af80b9d65",
+    seeds_per_env=64,
+)
+
+OFFICIAL_V1 = Suite(
     name="official",
     version="1",
     entries=(
@@ -303,22 +310,31 @@ OFFICIAL = Suite(
         # page rendering per step: half the seeds keep a full evaluation within minutes on a CPU
         SuiteEntry("ragen/WebShop-v0", _OFFICIAL_SEEDS[:32], samples_per_seed=4),
     ),
-    hidden=HiddenSplit(
-        season="2026-s1",
-        # sha256 of the season's secret; the secret itself stays with the maintainers.
-        secret_sha256="8fb9070c32730f817478fd3970c419263a1ae3c2558521f12ff27b7af80b9d65",
-        seeds_per_env=64,
-    ),
+    hidden=_HIDDEN_2026_S1,
+)
+
+# Version 2 adds ragen/SearchQA-v0 (the paper's search env) with the full public seed range; everything else, and
+# the hidden season, is version 1's, so version 1 runs still verify against version 1.
+OFFICIAL = Suite(
+    name="official",
+    version="2",
+    entries=(*OFFICIAL_V1.entries, SuiteEntry("ragen/SearchQA-v0", _OFFICIAL_SEEDS, samples_per_seed=4)),
+    hidden=_HIDDEN_2026_S1,
 )
 
 SUITES: dict[str, Suite] = {OFFICIAL.name: OFFICIAL}
+"""The current version of each built-in suite (what ``--suite official`` runs)."""
+SUITE_VERSIONS: tuple[Suite, ...] = (OFFICIAL_V1, OFFICIAL)
+"""Every built-in suite version, old ones included: a submission is verified against the version it names."""
 
 
 def load_suite(name_or_path: str | Path) -> Suite:
-    """``"official"`` (or ``"official-1"``), or a path to a suite JSON file."""
+    """``"official"`` (its current version), ``"official-<version>"`` (any built-in version), or a suite JSON file."""
     text = str(name_or_path)
-    for suite in SUITES.values():
-        if text in (suite.name, suite.label):
+    if text in SUITES:
+        return SUITES[text]
+    for suite in SUITE_VERSIONS:
+        if text == suite.label:
             return suite
     path = Path(text)
     if path.suffix == ".json" or path.exists():
@@ -328,13 +344,12 @@ def load_suite(name_or_path: str | Path) -> Suite:
             return Suite.from_dict(json.loads(path.read_text()))
         except json.JSONDecodeError as exc:
             raise ValueError(f"suite file {path} is not valid JSON: {exc}") from None
-    known = sorted(SUITES) + sorted(s.label for s in SUITES.values())
+    known = sorted(SUITES) + sorted(s.label for s in SUITE_VERSIONS)
     raise ValueError(
         f"unknown suite {text!r}.{did_you_mean(text, known)} Available: {', '.join(known)}, or a .json file"
     )
 
 
 def find_suite(name: str, version: str) -> Suite | None:
-    """The built-in suite with this name and version, if any."""
-    suite = SUITES.get(name)
-    return suite if suite is not None and suite.version == version else None
+    """The built-in suite with this name and version (current or older), if any."""
+    return next((suite for suite in SUITE_VERSIONS if (suite.name, suite.version) == (name, version)), None)

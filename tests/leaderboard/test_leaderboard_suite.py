@@ -8,13 +8,16 @@ import json
 import pytest
 
 import ragen_envs
+from leaderboard.records import identify_run, suite_run_config
 from leaderboard.suite import (
     HIDDEN_SEED_LOW,
     OFFICIAL,
+    OFFICIAL_V1,
     HiddenSplit,
     Suite,
     SuiteEntry,
     env_version,
+    find_suite,
     hidden_seeds,
     load_suite,
 )
@@ -35,9 +38,20 @@ def test_official_suite_envs_are_registered_at_their_current_version():
 def test_official_suite_is_pinned_by_its_fingerprint():
     # Changing the official suite without bumping its version would silently invalidate submissions:
     # update this constant only together with OFFICIAL.version.
-    assert (OFFICIAL.name, OFFICIAL.version) == ("official", "1")
+    assert (OFFICIAL.name, OFFICIAL.version) == ("official", "2")
     assert OFFICIAL.fingerprint() == Suite.from_dict(OFFICIAL.to_dict()).fingerprint()
-    assert len(OFFICIAL.fingerprint()) == 64
+    assert OFFICIAL.fingerprint() == "dfd9bc891ee6a7498fc8437055e9f9f52af6b37cca814ef483d1d05163335f82"
+    assert "ragen/SearchQA-v0" in OFFICIAL.env_ids
+
+
+def test_older_suite_versions_stay_as_published_and_are_still_recognised():
+    # version 1 as it was published: runs made with it keep verifying against it
+    assert OFFICIAL_V1.fingerprint() == "99a91bf5dd21bb14c367642ba8cdea8d1b5989b3e66ba4ff6d75c0f718f4a9ed"
+    assert find_suite("official", "1") is OFFICIAL_V1 and find_suite("official", "2") is OFFICIAL
+    assert load_suite("official-1") is OFFICIAL_V1 and load_suite("official-2") is OFFICIAL
+    for suite in (OFFICIAL_V1, OFFICIAL):
+        config = json.loads(json.dumps({"run": suite_run_config(suite, "random").to_json()}))
+        assert identify_run(config) == (suite, "official")
 
 
 def test_episodes_cover_every_seed_and_sample_once():
@@ -76,7 +90,7 @@ def test_suite_round_trips_through_json_and_files(tmp_path):
     path.write_text(json.dumps(suite.to_dict()))
     loaded = load_suite(path)
     assert loaded == suite and loaded.fingerprint() == suite.fingerprint()
-    assert load_suite("official") is OFFICIAL and load_suite("official-1") is OFFICIAL
+    assert load_suite("official") is OFFICIAL and load_suite(OFFICIAL.label) is OFFICIAL
     ranged = Suite.from_dict(
         {"name": "r", "version": "1", "entries": [{"env_id": "ragen/Bandit-v0", "seeds": {"start": 10, "count": 3}}]}
     )
