@@ -10,6 +10,7 @@ harness ls                                            # envs, agents, metrics, p
 harness run hf:/path/to/checkpoint --suite official   # the leaderboard's evaluation split
 harness submit runs/<run-id> --model-name "My 3B" --org Lab --contact me@lab.org --out my.ragen.tar.gz
 harness train cpu-tiny --model baselines/tiny/model --env-id ragen/Bandit-v0   # PPO/GRPO + SNR filter
+harness mi verl_rollouts/ --model /path/to/checkpoint      # MI + entropy per step of another trainer's dump
 """
 
 from __future__ import annotations
@@ -132,6 +133,23 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--wide", action="store_true", help="print every table column (default: fit 120 characters)")
 
     sub.add_parser("ls", help="envs, agents, metrics and presets with one-line descriptions")
+
+    mi = sub.add_parser(
+        "mi", help="MI family and entropy per step of another trainer's rollout dump, scored by a checkpoint",
+        description="Formats (recognised per line): our episodes.jsonl, TRL completion logs (JSONL/Parquet), verl "
+        "rollout dumps (<step>.jsonl), RAGEN-style chat transcripts; see docs/metrics.md.",
+    )  # fmt: skip
+    mi.add_argument("dump", nargs="+", help="dump files, or folders of .jsonl/.parquet files")
+    mi.add_argument("--model", required=True, help="a checkpoint folder, or any agent spec (hf:…, tiny; harness ls)")
+    mi.add_argument("--mi-samples", type=int, default=64, help="pairs drawn per step, >= 2 (default 64)")
+    mi.add_argument("--mi-columns", type=int, default=None, help="score each reasoning under its own + C-1 prompts")
+    mi.add_argument("--seed", type=int, default=0, help="seed of the per-step pair draws (default 0)")
+    mi.add_argument("--temperature", type=float, default=1.0, help="the policy's sampling temperature (default 1.0)")
+    mi.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N")
+    mi.add_argument("--dtype", default="auto", help="auto (default), float32, bfloat16, float16")
+    mi.add_argument("--batch-size", type=int, default=16, help="sequences per scoring forward (default 16)")
+    mi.add_argument("--out", help="output folder (default runs/mi-<dump name>-<UTC time>)")
+    mi.add_argument("--quiet", action="store_true", help="no progress bar")
 
     from baselines.ppo.cli import add_train_arguments
 
@@ -349,6 +367,46 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mi(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``harness mi``: the MI family, entropy and their plot per step of a rollout dump; exit code 0."""
+    import datetime as _dt
+
+    from harness import dump_mi
+    from harness.agents.registry import make_agent
+    from harness.dumps import read_dump
+    from harness.progress import Progress
+
+    if args.mi_columns is not None and args.mi_columns < 2:
+        raise ValueError(f"--mi-columns must be >= 2, got {args.mi_columns}")
+    samples, form, empty = read_dump(args.dump)
+    spec = f"hf:{args.model}" if ":" not in args.model and Path(args.model).is_dir() else args.model
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out) if args.out else Path("runs") / f"mi-{Path(args.dump[0]).stem or 'dump'}-{stamp}"
+    steps = len({s.step for s in samples})
+    print(f"harness mi: {len(samples)} {form} samples over {steps} step(s) ({empty} lines without a response); "
+          f"writing to {out}/", file=sys.stderr, flush=True)  # fmt: skip
+    options = AgentOptions(temperature=args.temperature, device=args.device, dtype=args.dtype,
+                           batch_size=args.batch_size)  # fmt: skip
+    agent = make_agent(spec, options)
+    per_step: dict[int, int] = {}
+    for sample in samples:
+        per_step[sample.step] = per_step.get(sample.step, 0) + (1 if sample.reasoning else 0)
+    total = sum(min(n, args.mi_samples) for n in per_step.values())
+    try:
+        with Progress({"pairs": total}, enabled=not args.quiet, stream=sys.stderr, unit="pairs scored") as bar:
+            lines = dump_mi.mi_over_steps(agent, samples, mi_samples=args.mi_samples, mi_columns=args.mi_columns,
+                                          seed=args.seed, progress=bar)  # fmt: skip
+    finally:
+        agent.close()
+    header = {"model": spec, "format": form, "dump": [str(d) for d in args.dump], "mi_samples": args.mi_samples,
+              "mi_columns": args.mi_columns, "seed": args.seed, "temperature": args.temperature,
+              "command": ["harness", *argv]}  # fmt: skip
+    names = dump_mi.write_outputs(out, lines, header)
+    print(dump_mi.format_steps(lines))
+    print(f"\nfiles in {out}/: {', '.join(names)}")
+    return 0
+
+
 def _env_description(env_id: str) -> str:
     from gymnasium.envs.registration import load_env_creator, registry
 
@@ -402,6 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from baselines.ppo.cli import run_train
 
             return run_train(args)
+        if args.command == "mi":
+            return cmd_mi(args, argv)
         return cmd_ls()
     except KeyboardInterrupt as exc:  # Ctrl-C; harness.runner.RunInterrupted names the run folder
         run_dir = getattr(exc, "run_dir", None)

@@ -241,3 +241,76 @@ def collapse_for(
         except ValueError as exc:  # the scores cannot support the family (e.g. -inf under a reasoning's own prompt)
             out[scheme] = f"the MI family could not be computed from {agent.spec!r}'s scores: {exc}"
     return out
+
+
+Prompt = str | Sequence[dict[str, str]]
+"""A prompt: a chat (a list of ``{"role", "content"}`` messages, rendered with the model's chat template), or one
+string (the user message)."""
+
+
+def pair_contexts(prompts: Sequence[Prompt], prefill: str = "<think>") -> list[Context]:
+    """One :class:`Context` per prompt: a chat as given, a string as one user message; then ``prefill``."""
+    out = []
+    for prompt in prompts:
+        if isinstance(prompt, str):
+            messages: tuple[dict[str, str], ...] = ({"role": "user", "content": prompt},)
+        else:
+            messages = tuple({"role": str(m["role"]), "content": str(m["content"])} for m in prompt)
+        if not messages:
+            raise ValueError("a prompt must hold at least one message")
+        out.append(Context(messages, prefill))
+    return out
+
+
+def context_pairs(contexts: Sequence[Context], reasonings: Sequence[str]) -> Pairs:
+    """The cross-scoring batch of (context, reasoning) pairs: one column per distinct context text."""
+    if len(contexts) != len(reasonings):
+        raise ValueError(f"got {len(contexts)} prompts and {len(reasonings)} reasonings: pass them in pairs")
+    column_of: dict[str, int] = {}
+    columns: list[Context] = []
+    for context in contexts:
+        if column_of.setdefault(context.key(), len(columns)) == len(columns):
+            columns.append(context)
+    own = np.array([column_of[c.key()] for c in contexts], dtype=np.int64)
+    return Pairs(columns, [str(r) for r in reasonings], own, np.eye(len(columns), dtype=bool))
+
+
+def mi_family(
+    agent: Agent | str,
+    pairs: Sequence[tuple[Prompt, str]],
+    *,
+    prefill: str = "<think>",
+    mi_columns: int | None = None,
+    seed: int = 0,
+    options: Any = None,
+) -> dict[str, Estimate]:
+    """The MI proxy family of your own (prompt, reasoning) pairs, scored by a model: each value an
+    :class:`~harness.metrics.Estimate` (value, stderr, n), or an ``Unavailable`` with the reason.
+
+    ``agent``: any agent spec (``"hf:/path/to/checkpoint"``, ``"tiny"``, ``"vllm:…"``; ``harness ls`` lists them)
+    or an agent already built. ``pairs``: (prompt, reasoning), the prompt a chat or one user message, the
+    reasoning the text between ``<think>`` and ``</think>`` the model wrote after it (``ragen_envs.parsing.
+    reasoning_of`` cuts it out of a response). Each reasoning is scored after its own and every other distinct
+    prompt, then ``prefill``; pairs with text-identical prompts share a column. ``mi_columns`` scores each row under
+    its own and that many - 1 other prompts instead (drawn from ``seed``). ``options``: the
+    :class:`~harness.agents.options.AgentOptions` to build a spec with (temperature 1.0 by default).
+
+    The same estimator as ``harness run`` and the learner (:func:`harness.collapse.collapse_metrics`).
+    """
+    from harness.agents.registry import make_agent
+
+    built = isinstance(agent, str)
+    scorer = make_agent(agent, options) if built else agent
+    try:
+        if not scorer.can_score:
+            raise ScoringUnavailable(f"agent {scorer.spec!r} cannot score text, so it has no MI family")
+        kept = [(p, z) for p, z in pairs if z]
+        if not kept:
+            raise ValueError("no pair has reasoning text (every reasoning is empty)")
+        batch = context_pairs(pair_contexts([p for p, _ in kept], prefill), [z for _, z in kept])
+        if mi_columns is not None:
+            batch = subsample_columns(batch, np.random.default_rng(derive_seed("mi-pairs", seed)), mi_columns)
+        return score_pairs(scorer, batch)
+    finally:
+        if built:
+            scorer.close()

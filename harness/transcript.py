@@ -57,8 +57,16 @@ def build_context(
     return Context(tuple(messages), prefill, env)
 
 
+RENDERED = "rendered"
+"""The role of a context's only message when it is a prompt already rendered to text (a trainer's rollout dump
+that logged the templated prompt): it is scored as written, with no chat template around it."""
+
+
 def render_prompt(tokenizer: Any, context: Context) -> str:
-    """The text a language model continues: the chat template with the generation prompt, then the prefill."""
+    """The text a language model continues: the chat template with the generation prompt, then the prefill (a
+    :data:`RENDERED` prompt as written, then the prefill)."""
+    if len(context.messages) == 1 and context.messages[0]["role"] == RENDERED:
+        return context.messages[0]["content"] + context.prefill
     chat = tokenizer.apply_chat_template(list(context.messages), tokenize=False, add_generation_prompt=True)
     return chat + context.prefill
 

@@ -232,6 +232,18 @@ class HFAgent(Agent):
         )
         return [Score(logprob_sum=s, num_tokens=n) for s, n in raw]
 
+    def token_entropy(self, contexts: Sequence[Context], texts: Sequence[str]) -> list[tuple[float, int]]:
+        """``(summed token entropy, token count)`` of ``texts[i]`` teacher-forced after ``contexts[i]``: the
+        entropy of the policy's distribution at each of the text's tokens (what trainers log as entropy)."""
+        from harness.lm.scoring import score_ids
+
+        pairs = [self._split(c, t) for c, t in zip(contexts, texts, strict=True)]
+        with self._scoring_threads():
+            raw = score_ids(self.model, [p for p, _ in pairs], [t for _, t in pairs],
+                            temperature=self.options.temperature, pad_id=self.pad_id,
+                            batch_size=self.options.batch_size, entropy=True)  # fmt: skip
+        return [(h, n) for _, n, h in raw]
+
     def score_matrix(self, contexts: Sequence[Context], texts: Sequence[str], wanted=None):
         """Agent protocol's score_matrix: ``(logprob_sum, num_tokens)`` arrays of shape ``(len(texts), len(contexts))``: every text under every context (``wanted`` optionally masks the entries to compute)."""
         from harness.lm.scoring import score_matrix_ids

@@ -28,12 +28,15 @@ def score_ids(
     temperature: float = 1.0,
     pad_id: int = 0,
     batch_size: int = 16,
-) -> list[tuple[float, int]]:
-    """``(sum log p(continuation | prompt), len(continuation))`` per pair, teacher-forced."""
+    entropy: bool = False,
+) -> list[tuple[float, int]] | list[tuple[float, int, float]]:
+    """``(sum log p(continuation | prompt), len(continuation))`` per pair, teacher-forced; with ``entropy``, a
+    third item: the summed entropy (nats) of the distributions each continuation token was scored under (the
+    policy's token entropy, as a trainer logs it, on text it did not necessarily sample)."""
     import torch
 
     device = next(model.parameters()).device
-    results: list[tuple[float, int]] = []
+    results: list = []
     for start in range(0, len(prompts), batch_size):
         chunk = list(zip(prompts[start : start + batch_size], continuations[start : start + batch_size], strict=True))
         rows = [list(p) + list(c) for p, c in chunk]
@@ -47,13 +50,16 @@ def score_ids(
             logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits  # (B, T, V)
             logp = scaled_logprobs(logits[:, :-1], temperature)  # predicts tokens 1..T-1
             token_lp = logp.gather(-1, ids[:, 1:].to(device)[..., None])[..., 0].cpu()  # (B, T-1)
+            token_h = -(logp.exp() * logp).sum(-1).cpu() if entropy else None  # (B, T-1)
         for i, (p, c) in enumerate(chunk):
             if not c:
-                results.append((0.0, 0))
+                results.append((0.0, 0, 0.0) if entropy else (0.0, 0))
                 continue
             if not p:
                 raise ValueError("every prompt must have at least one token")
-            results.append((float(token_lp[i, len(p) - 1 : len(p) - 1 + len(c)].sum()), len(c)))
+            span = slice(len(p) - 1, len(p) - 1 + len(c))
+            scored = (float(token_lp[i, span].sum()), len(c))
+            results.append((*scored, float(token_h[i, span].sum())) if token_h is not None else scored)
     return results
 
 
