@@ -13,9 +13,6 @@ empty field, a field name that is not a column ("Did you mean …?"), an answer 
 
 from __future__ import annotations
 
-import csv
-import difflib
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ragen_envs.core import MAX_OBSERVATION_CHARS
+from ragen_envs.datafiles import DatasetError, did_you_mean, rows_csv, rows_json, rows_jsonl, rows_parquet
 from ragen_envs.math.answers import final_answer_text
 
 QUESTION_FIELDS = ("question", "query", "problem", "prompt", "instruction", "input")
@@ -38,10 +36,6 @@ FILE_FORMATS = {
 SAMPLE_PATH = Path(__file__).resolve().parent.parent / "data" / "math_qa_sample.jsonl"
 
 
-class DatasetError(ValueError):
-    """A dataset that cannot be used; the message names the file, the line or row, and the field."""
-
-
 @dataclass(frozen=True)
 class QARecord:
     """One question of a math QA dataset: the question, final answer, whole solution and where it came from."""
@@ -53,63 +47,6 @@ class QARecord:
     """The whole answer field (a worked solution in GSM8K, MetaMathQA and MATH)."""
     where: str
     """``"file:line"`` (or ``"file, row N"``): where the record came from."""
-
-
-def _did_you_mean(name: str, options) -> str:
-    close = difflib.get_close_matches(name, list(options), n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
-def _rows_jsonl(path: Path, shown: str) -> Iterator[tuple[str, object]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                yield f"{shown}:{number}", json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DatasetError(f"{shown}:{number}: not valid JSON ({error.msg} at column {error.colno})") from None
-
-
-def _rows_json(path: Path, shown: str) -> Iterator[tuple[str, object]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise DatasetError(f"{shown}:{error.lineno}: not valid JSON ({error.msg})") from None
-    if isinstance(data, dict) and isinstance(data.get("data"), list):
-        data = data["data"]
-    if not isinstance(data, list):
-        raise DatasetError(
-            f"{shown}: a .json dataset must be a list of records (or {{'data': [...]}}); use .jsonl for one record per line"
-        )
-    for number, record in enumerate(data, 1):
-        yield f"{shown}, record {number}", record
-
-
-def _rows_csv(path: Path, shown: str, delimiter: str) -> Iterator[tuple[str, object]]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter)
-        for record in reader:
-            if None in record:
-                raise DatasetError(
-                    f"{shown}:{reader.line_num}: more values than the {len(reader.fieldnames or [])} columns of the header"
-                )
-            yield f"{shown}:{reader.line_num}", record
-
-
-def _rows_parquet(path: Path, shown: str) -> Iterator[tuple[str, object]]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise DatasetError(
-            f"{shown}: reading Parquet needs pyarrow: pip install 'ragen-envs[report]' (or pip install pyarrow)"
-        ) from None
-    try:
-        table = pq.read_table(path)
-    except Exception as error:  # pyarrow raises several types for corrupt files
-        raise DatasetError(f"{shown}: not a readable Parquet file ({error})") from None
-    for number, record in enumerate(table.to_pylist(), 1):
-        yield f"{shown}, row {number}", record
 
 
 def _rows_hub(name: str, split: str, subset: str | None) -> Iterator[tuple[str, object]]:
@@ -135,7 +72,7 @@ def _pick_field(kind: str, wanted: str | None, candidates: tuple[str, ...], colu
     if wanted is not None:
         if wanted not in columns:
             raise DatasetError(
-                f"{where}: {kind}_field {wanted!r} is not a column.{_did_you_mean(wanted, columns)} Columns: {columns}"
+                f"{where}: {kind}_field {wanted!r} is not a column.{did_you_mean(wanted, columns)} Columns: {columns}"
             )
         return wanted
     for name in candidates:
@@ -173,7 +110,7 @@ def records_from_rows(
         values = []
         for field in fields:
             if field not in record:
-                raise DatasetError(f"{where}: field {field!r} is missing.{_did_you_mean(field, record)}")
+                raise DatasetError(f"{where}: field {field!r} is missing.{did_you_mean(field, record)}")
             value = _text(record[field])
             if value is None or not value.strip():
                 raise DatasetError(f"{where}: field {field!r} must be non-empty text, got {record[field]!r:.60}")
@@ -197,13 +134,13 @@ def _load_file(
     file = Path(path)
     kind = FILE_FORMATS[file.suffix.lower()]
     if kind == "jsonl":
-        rows = _rows_jsonl(file, shown)
+        rows = rows_jsonl(file, shown)
     elif kind == "json":
-        rows = _rows_json(file, shown)
+        rows = rows_json(file, shown)
     elif kind == "parquet":
-        rows = _rows_parquet(file, shown)
+        rows = rows_parquet(file, shown)
     else:
-        rows = _rows_csv(file, shown, "," if kind == "csv" else "\t")
+        rows = rows_csv(file, shown, "," if kind == "csv" else "\t")
     try:
         return records_from_rows(rows, shown, question_field, answer_field)
     except UnicodeDecodeError as error:
@@ -236,4 +173,4 @@ def load_records(
     if looks_like_hub:
         return records_from_rows(_rows_hub(text, split, subset), text, question_field, answer_field)
     siblings = [p.name for p in file.parent.iterdir()] if file.parent.is_dir() else []
-    raise FileNotFoundError(f"dataset file not found: {file}.{_did_you_mean(file.name, siblings)}")
+    raise FileNotFoundError(f"dataset file not found: {file}.{did_you_mean(file.name, siblings)}")
