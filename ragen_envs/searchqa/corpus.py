@@ -64,7 +64,9 @@ def _rows(path: Path, allowed: tuple[str, ...]):
 
 def _text(where: str, record: dict, field: str) -> str:
     if field not in record:
-        raise DatasetError(f"{where}: field {field!r} is missing.{did_you_mean(field, record)} Fields: {sorted(record)}")
+        raise DatasetError(
+            f"{where}: field {field!r} is missing.{did_you_mean(field, record)} Fields: {sorted(record)}"
+        )
     value = record[field]
     if not isinstance(value, str) or not value.strip():
         raise DatasetError(f"{where}: field {field!r} must be non-empty text, got {value!r:.60}")
