@@ -64,14 +64,18 @@ def run_chunk_lines(config_json: str, jobs: list[tuple[str, str, int, int]]) -> 
     return [dumps_line(r) for r in rollout_chunk(agents[spec], config, [Job(*j) for j in jobs], pool)]
 
 
-def execute_serial(config: RunConfig, chunks: list[list[Job]], agents: dict[str, Agent], emit: Callable) -> None:
-    """Roll the chunks out in this process, building each agent once; hands each episode's line to ``emit(agent_spec, lines)``."""
+def execute_serial(config: RunConfig, chunks: list[list[Job]], agents: dict[str, Agent], emit: Callable,
+                   begin: Callable[[str], None] | None = None) -> None:  # fmt: skip
+    """Roll the chunks out in this process, building each agent once; hands each episode's line to ``emit(agent_spec, lines)``
+    and calls ``begin(agent_spec)`` before each chunk (its work starts: progress clocks start there)."""
     pool = EnvPool(config)
     for chunk in chunks:
         spec = chunk[0].agent
         if spec not in agents:
             agents[spec] = make_agent(spec, config.agent_options)
         agent = agents[spec]
+        if begin is not None:
+            begin(spec)
         for record in rollout_chunk(agent, config, chunk, pool):
             emit(spec, [dumps_line(record)])
 

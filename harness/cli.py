@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import difflib
 import sys
+import textwrap
 import typing
 from collections.abc import Sequence
 from pathlib import Path
@@ -89,20 +90,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--context", type=_context_turns, default=-1, help="'full' or last K turns (default: full; baseline: 2)"
     )
-    run.add_argument("--temperature", type=float, default=1.0)
+    run.add_argument(
+        "--temperature", type=float, default=1.0, help="sampling temperature, >= 0 (default 1.0; 0 greedy)"
+    )
     run.add_argument("--max-new-tokens", type=int, default=None, help="per-turn token budget (200; baseline 96)")
-    run.add_argument("--device", default="auto")
-    run.add_argument("--dtype", default="auto")
-    run.add_argument("--batch-size", type=int, default=16, help="episodes in lockstep per worker task")
+    run.add_argument("--device", default="auto", help="LM agents: auto (default), cpu, cuda, cuda:N")
+    run.add_argument("--dtype", default="auto", help="LM agents: auto (default), float32, bfloat16, float16")
+    run.add_argument(
+        "--batch-size", type=int, default=16, help="episodes in lockstep per worker task, >= 1 (default 16)"
+    )
     run.add_argument(
         "--agent-opt", action="append", default=[], metavar="KEY=VALUE",
         help="a backend option of the agent (repeatable; <agent>.KEY for one agent of several); harness ls lists them",
     )  # fmt: skip
-    run.add_argument("--mi-samples", type=int, default=64, help="pairs per MI scheme; 0 disables MI")
+    run.add_argument("--mi-samples", type=int, default=64, help="pairs per MI scheme, >= 0 (default 64; 0 disables MI)")
     run.add_argument(
         "--mi-columns", type=int, default=None, help="score each reasoning under its own + C-1 random prompts (>= 2)"
     )
-    run.add_argument("--workers", type=int, default=1, help="local worker processes")
+    run.add_argument("--workers", type=int, default=1, help="local worker processes, >= 1 (default 1)")
     run.add_argument(
         "--threads",
         type=threads_argument,
@@ -115,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--run-id", help="run folder name (default <name>-<UTC time>)")
     run.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run (its config.json decides)")
     run.add_argument("--parquet", action="store_true", help="also write summary.parquet and episodes.parquet")
-    run.add_argument("--no-plots", action="store_true")
+    run.add_argument("--no-plots", action="store_true", help="skip success.png and mi_entropy.png")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--wide", action="store_true", help="print every table column (default: fit 120 characters)")
     # Leaderboard splits: the suite fixes envs, kwargs, seeds and samples (see leaderboard/suite.py).
@@ -431,9 +436,15 @@ def cmd_ls() -> int:
         print(f"  {entry.display:28} {entry.description}")
         for option in entry.options:  # --agent-opt KEY=VALUE
             print(f"    {option.display:40} {option.help}")
-    print("\npresets:")
+    print("\npresets (harness run NAME):")
     for name, text in PRESETS.items():
         print(f"  {name:28} {text}")
+    from baselines.ppo.cli import preset_summary
+    from baselines.ppo.config import PRESETS as TRAIN_PRESETS
+
+    print("\ntrain presets (harness train NAME --model DIR; any field as a flag, harness train -h):")
+    for name in TRAIN_PRESETS:
+        print(textwrap.fill(preset_summary(name), 118, initial_indent=f"  {name:28} ", subsequent_indent=" " * 31))
     print("\nmetrics (MI family per scheme: first_turn/<name>, trajectory/<name>):")
     for name, metric in registry().items():
         arrow = {True: "↑", False: "↓", None: " "}[metric.higher_is_better]

@@ -51,7 +51,8 @@ def summarize(
     """The summary document of a run's records; ``agents`` holds each spec's scoring agent when
     ``config.mi_samples`` > 0 (the caller builds them: this module renders, it does not load models).
 
-    ``progress`` (a :class:`harness.progress.Progress` keyed by agent) advances once per (agent, env) row; ``timings`` gets
+    ``progress`` (a :class:`harness.progress.Progress` keyed by agent) advances by the MI pairs of each (agent, env)
+    row; ``timings`` gets
     ``"mi_s"``, the seconds spent on the MI family (kept out of the summary, which must not depend on speed).
     """
     missing = [spec for spec in config.agents if config.mi_samples and spec not in agents]
@@ -71,6 +72,8 @@ def summarize(
                     row_metrics[metric.name] = estimate.to_json()
                 except (m.MetricUnavailable, ValueError) as exc:
                     row_metrics[metric.name] = _unavailable(str(exc))
+            if progress is not None:
+                progress.start(spec)
             started = time.perf_counter()
             collapse = (
                 collapse_for(agents[spec], episodes, config.seed, config.mi_samples, config.mi_columns)
@@ -79,8 +82,9 @@ def summarize(
             )
             if timings is not None:
                 timings["mi_s"] = timings.get("mi_s", 0.0) + time.perf_counter() - started
-            if progress is not None:
-                progress.advance(spec, 1)
+            if progress is not None:  # in pairs: each scheme planned mi_samples, a small batch has fewer
+                scored = sum(r["mi_estimate"].n for r in collapse.values() if not isinstance(r, str))
+                progress.advance(spec, scored, budget=len(SCHEMES) * config.mi_samples)
             for scheme, result in collapse.items():
                 for key in MI_KEYS:
                     name = f"{scheme}/{key}"

@@ -28,8 +28,17 @@ from harness.agents.base import Agent
 from harness.agents.registry import make_agent
 from harness.backends import execute_processes, execute_ray, execute_serial
 from harness.config import RunConfig
+from harness.mi import SCHEMES
 from harness.progress import Progress
-from harness.records import CONFIG, EPISODES, EpisodeWriter, episode_key, read_episodes, write_json_atomic
+from harness.records import (
+    CONFIG,
+    EPISODES,
+    EpisodeWriter,
+    episode_key,
+    loads_line,
+    read_episodes,
+    write_json_atomic,
+)
 from harness.rollout import EnvPool, Job, chunk_jobs, plan_jobs, rollout_chunk
 
 __all__ = [
@@ -226,11 +235,28 @@ def run(
         run_dir = out / run_id
         run_dir.mkdir(exist_ok=False)
         write_json_atomic(run_dir / CONFIG, config_document(recorded_config, run_id, argv))
+    if progress:  # named now, not at the end: a long run's files can be watched, and resumed after a crash
+        verb = "resuming" if resume is not None else "writing"
+        print(f"harness: {verb} {run_dir}/ (resume with: harness run --resume {run_dir})", file=stream or sys.stderr,
+              flush=True)  # fmt: skip
 
     try:
         return _execute(config, run_dir, agents, workers, ray_address, progress, parquet, plots, stream)
     except KeyboardInterrupt:
         raise RunInterrupted(run_dir) from None
+
+
+def turn_budgets(config: RunConfig) -> dict[str, int]:
+    """Each env's turn budget per episode (its ``max_turns``): the unit of rollout progress."""
+    from ragen_envs.plugins import ensure_registered
+
+    out = {}
+    for plan in config.envs:
+        ensure_registered(plan.env_id)
+        env = gym.make(plan.env_id, **plan.kwargs)
+        out[plan.env_id] = max(1, int(getattr(env.unwrapped, "max_turns", 1)))
+        env.close()
+    return out
 
 
 def _execute(config, run_dir, agents, workers, ray_address, progress, parquet, plots, stream) -> RunResult:
@@ -244,25 +270,34 @@ def _execute(config, run_dir, agents, workers, ray_address, progress, parquet, p
     if unexpected:
         raise ValueError(f"{episodes_path} holds episodes this run does not plan, e.g. {sorted(unexpected)[0]}")
     chunks = chunk_jobs(jobs, config.batch_size)
-    per_agent = sum(plan.episodes * plan.samples for plan in config.envs)
-    finished = {spec: 0 for spec in config.agents}
-    for key in done:
-        finished[key[0]] += 1
-    bar = Progress(dict.fromkeys(config.agents, per_agent), initial=finished, enabled=progress,
-                   stream=stream or sys.stderr)  # fmt: skip
+    budget = turn_budgets(config)
+    planned = {spec: sum(plan.episodes * plan.samples for plan in config.envs) for spec in config.agents}
+    totals = {spec: sum(plan.episodes * plan.samples * budget[plan.env_id] for plan in config.envs)
+              for spec in config.agents}  # fmt: skip
+    played = dict.fromkeys(config.agents, 0)
+    episodes = dict.fromkeys(config.agents, 0)
+    for record in records:  # a resumed run: what is done is shown, not timed
+        spec, turns = record["agent"], len(record["turns"])
+        played[spec] += turns
+        totals[spec] -= budget[record["env_id"]] - turns
+        episodes[spec] += 1
+    bar = Progress(totals, initial=played, enabled=progress, stream=stream or sys.stderr, unit="turns")
     with bar, EpisodeWriter(episodes_path, valid_length) as writer:
 
         def emit(agent: str, lines: list[bytes]) -> None:
             for line in lines:
                 writer.write_line(line)
-            bar.advance(agent, len(lines))
+                record = loads_line(line)
+                episodes[agent] += 1
+                bar.advance(agent, len(record["turns"]), budget=budget[record["env_id"]],
+                            note=f"{episodes[agent]}/{planned[agent]} episodes")  # fmt: skip
 
         if not chunks:
             pass
         elif ray_address is not None:
             execute_ray(config, chunks, ray_address, workers, emit)
         elif workers == 1:
-            execute_serial(config, chunks, agents, emit)
+            execute_serial(config, chunks, agents, emit, begin=bar.start)
         else:
             execute_processes(config, chunks, min(workers, len(chunks)), emit)
 
@@ -271,8 +306,10 @@ def _execute(config, run_dir, agents, workers, ray_address, progress, parquet, p
     if missing:
         raise RuntimeError(f"{len(missing)} planned episodes are missing from {episodes_path}, e.g. {min(missing)}")
     try:
-        scoring = Progress(dict.fromkeys(config.agents, len(config.envs)), enabled=progress and config.mi_samples > 0,
-                           stream=stream or sys.stderr, unit="envs scored (MI)")  # fmt: skip
+        # counted in pairs (each scored under every prompt of its batch): both schemes plan mi_samples per env
+        pairs = len(SCHEMES) * config.mi_samples * len(config.envs)
+        scoring = Progress(dict.fromkeys(config.agents, pairs), enabled=progress and config.mi_samples > 0,
+                           stream=stream or sys.stderr, unit="MI pairs")  # fmt: skip
         timings: dict[str, float] = {}
         if config.mi_samples:  # the MI family scores with each agent (a process pool's workers had their own)
             agents.update({s: make_agent(s, config.agent_options) for s in config.agents if s not in agents})

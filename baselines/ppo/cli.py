@@ -12,6 +12,7 @@ import argparse
 import ast
 import dataclasses
 import json
+import re
 import sys
 import typing
 from pathlib import Path
@@ -44,20 +45,62 @@ def _parser_for(annotation: typing.Any):
     return str
 
 
+def allowed_values(name: str, annotation: typing.Any) -> str | None:
+    """What ``PPOConfig`` accepts for field ``name`` ("in [0, inf]", "one of ('gae', …)"), read from the error its
+    validator raises for an out-of-range value: the ranges are written once, in ``__post_init__``."""
+    text = str(annotation)
+    if annotation is str:
+        probes: tuple = ("\x00",)
+    elif "int" in text:
+        probes = (-(10**18), 10**18)
+    elif "float" in text:
+        probes = (-1e300, 1e300)
+    else:
+        return None
+    for probe in probes:
+        try:
+            PPOConfig(**{"model": "model", name: probe})
+        except (ValueError, TypeError) as error:
+            found = re.search(rf"^{re.escape(name)} must be (in \[[^\]]*\]|one of \([^)]*\))", str(error))
+            if found:
+                return found.group(1)
+    return None
+
+
+def field_help(f: dataclasses.Field, doc: str, annotation: typing.Any) -> str:
+    """A flag's help: the field's docstring, its default and what it accepts (``%`` escaped for argparse)."""
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    allowed = allowed_values(f.name, annotation)
+    text = f"{doc} (default: {default!r}{'; ' + allowed if allowed else ''})"
+    return text.replace("%", "%%")
+
+
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the learner's arguments to ``parser``: a preset or config file, ``--fresh``, a flag per config field."""
-    parser.add_argument("base", nargs="?", help=f"a preset ({', '.join(PRESETS)}) or a config .json file")
+    """Add the learner's arguments to ``parser``: a preset or config file, ``--fresh``, a flag per config field,
+    each flag's help with its default and allowed values."""
+    presets = "; ".join(f"{name}: {preset_summary(name)}" for name in PRESETS)
+    parser.add_argument("base", nargs="?", help=f"a preset ({presets}) or a config .json file".replace("%", "%%"))
     parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint in --out-dir")
     docs = _field_docs()
     hints = typing.get_type_hints(PPOConfig)
     for f in dataclasses.fields(PPOConfig):
         flag = "--" + f.name.replace("_", "-")
+        text = field_help(f, docs.get(f.name, ""), hints[f.name])
         if hints[f.name] is bool:
-            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None,
-                                help=docs.get(f.name, ""))  # fmt: skip
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
-            parser.add_argument(flag, dest=f.name, type=_parser_for(hints[f.name]), default=None,
-                                help=docs.get(f.name, ""))  # fmt: skip
+            parser.add_argument(flag, dest=f.name, type=_parser_for(hints[f.name]), default=None, help=text)
+
+
+def preset_summary(name: str) -> str:
+    """One line on a train preset: its iterations, batch and the fields it sets."""
+    values = PRESETS[name]
+    rest = ", ".join(f"{k}={v}" for k, v in values.items()
+                     if k not in ("iterations", "prompts_per_iteration", "samples_per_prompt"))  # fmt: skip
+    return (
+        f"{values.get('iterations', PPOConfig.iterations)} iterations of {values.get('prompts_per_iteration', 8)} "
+        f"prompts x {values.get('samples_per_prompt', 8)} samples; {rest}"
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> PPOConfig:
@@ -132,23 +175,29 @@ def run_train(args: argparse.Namespace) -> int:
     from baselines.ppo.trainer import Trainer  # torch: after the checks above, which answer without it
 
     trainer = Trainer(config)
+    main = trainer.dist.main
+    if main:
+        print(f"harness train: {config.out_dir}/ (metrics.jsonl gets a line per iteration)", flush=True)
     try:
-        rows = trainer.train(resume=not args.fresh)
+        rows = trainer.train(resume=not args.fresh, on_row=print_row if main else None)
     finally:
         trainer.close()
-    if trainer.dist.main:
-        for row in rows:
-            print(
-                f"iter {row['iteration']:4d}  success {row['rollout/success']:.3f}  return {row['rollout/return']:+.3f}"
-                f"  kept {row['rollout/filter_kept_ratio']:.2f}"
-                + (
-                    f"  mi {row['collapse_first_turn/mi_estimate']:+.3f}"
-                    if "collapse_first_turn/mi_estimate" in row
-                    else ""
-                )
-            )
+    if main:
+        if not rows:  # a finished run, asked again: say so instead of printing nothing
+            print(f"already done: {config.out_dir} holds all {config.iterations} iterations; pass --iterations N (more) "
+                  "to continue it, or --fresh to start over")  # fmt: skip
         print(f"logs and checkpoint in {config.out_dir}")
     return 0
+
+
+def print_row(row: dict) -> None:
+    """One iteration's line on stdout, flushed (a pipe or a log file sees it now)."""
+    mi = row.get("collapse_first_turn/mi_estimate")
+    print(
+        f"iter {row['iteration']:4d}  success {row['rollout/success']:.3f}  return {row['rollout/return']:+.3f}"
+        f"  kept {row['rollout/filter_kept_ratio']:.2f}" + (f"  mi {mi:+.3f}" if mi is not None else ""),
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,7 @@ import csv
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -390,8 +391,9 @@ class Trainer:
         out["losses/optimizer_steps"] = steps
         return out
 
-    def train(self, resume: bool = True) -> list[dict[str, float]]:
-        """Run (or continue) the configured iterations; returns the logged rows of this call."""
+    def train(self, resume: bool = True, on_row: Callable[[dict], None] | None = None) -> list[dict[str, float]]:
+        """Run (or continue) the configured iterations; returns the logged rows of this call. ``on_row`` (rank 0)
+        gets each row as soon as it is logged (``harness train`` prints it then, not at the end)."""
         if resume:
             self.resume()
         if self.dist.main:
@@ -402,6 +404,8 @@ class Trainer:
             self.next_iteration += 1
             if self.writer is not None:
                 self.writer.write(row)
+                if on_row is not None:
+                    on_row(row)
             logged.append(row)
             every = self.config.checkpoint_every
             if (every and self.next_iteration % every == 0) or self.next_iteration == self.config.iterations:

@@ -369,3 +369,42 @@ def test_the_learner_skips_the_old_logprob_pass_only_for_one_step_and_updates_al
     assert scorers[1] is forced.policy
     assert_same_params(params_of(trainer.policy), params_of(forced.policy), atol=1e-6)
     assert skipped["losses/pg_loss"] == pytest.approx(two_pass["losses/pg_loss"], rel=1e-5, abs=1e-7)
+
+
+def test_harness_train_prints_each_iteration_as_it_ends_and_says_when_it_is_done(tiny_model_dir, tmp_path, capsys,
+                                                                                  monkeypatch):  # fmt: skip
+    from harness.cli import main
+
+    out = tmp_path / "cli"
+    argv = ["train", "cpu-tiny", "--model", tiny_model_dir, "--env-id", "ragen/Bandit-v0", "--env-kwargs",
+            '{"max_turns": 2}', "--iterations", "2", "--prompts-per-iteration", "2", "--samples-per-prompt", "2",
+            "--max-new-tokens", "4", "--mi-every", "0", "--out-dir", str(out), "--no-tensorboard"]  # fmt: skip
+    printed_before = {}
+    real = Trainer.iteration
+
+    def iteration(self, index):  # the real iteration; notes what stdout held when it began
+        printed_before[index] = capsys.readouterr().out
+        return real(self, index)
+
+    monkeypatch.setattr(Trainer, "iteration", iteration)
+    assert main(argv) == 0
+    assert str(out) in printed_before[0]  # the run folder is named before any work
+    assert "iter    0" in printed_before[1]  # iteration 0's line came out before iteration 1 started
+    assert "iter    1" in capsys.readouterr().out
+    assert main(argv) == 0  # the same command again: the run is finished
+    again = capsys.readouterr().out
+    assert "already done" in again and "all 2 iterations" in again and "iter " not in again
+
+
+def test_train_help_shows_defaults_and_ranges_and_ls_lists_the_train_presets(capsys):
+    from harness.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 20; in [1, inf])" in text  # --iterations
+    assert "(default: 'gae'; one of ('gae', 'grpo', 'drgrpo'))" in text  # --advantage
+    assert "cpu-tiny: 12 iterations of 8 prompts x 8 samples" in text
+    assert main(["ls"]) == 0
+    listing = capsys.readouterr().out
+    assert "train presets" in listing and "cpu-tiny" in listing and "12 iterations" in listing

@@ -184,8 +184,8 @@ def test_progress_covers_the_mi_phase_and_its_time_is_reported_outside_the_summa
     text = stream.getvalue()
     # one bar per agent: each ETA is its own agent's rate, not an average of fast and slow agents
     for agent in ("random", "oracle"):
-        assert re.search(rf"{agent}\s*: 100%.*\b8/8 episodes", text), text
-        assert re.search(rf"{agent}\s*: 100%.*\b1/1 envs scored \(MI\)", text), text
+        assert re.search(rf"{agent}\s*: 100%.*\b8/8 turns.*8/8 episodes", text), text  # Bandit: one turn each
+        assert re.search(rf"{agent}\s*: 100%.*\b(\d+)/\1 MI pairs", text), text
     assert result.mi_seconds > 0 and "mi_s" not in json.dumps(result.summary)
 
 
