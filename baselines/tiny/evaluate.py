@@ -1,4 +1,4 @@
-"""Greedy rollouts of a saved causal LM on the planning envs, side by side with ``random`` on the same seeds.
+"""Greedy rollouts of a saved causal LM on the envs it is trained on, side by side with ``random`` on the same seeds.
 
 ``python -m baselines.tiny.evaluate [DIR] --seeds 50`` prints success rate and parse rate per env; the
 training script calls :func:`compare_with_random` at its end and the tests use :func:`rollout_lm`.
@@ -89,7 +89,7 @@ def rollout_random(env_id: str, seeds: Iterable[int]) -> list[dict]:
 
 
 def compare_with_random(model_dir: str, seeds: Iterable[int], log: Callable[[str], None] = print) -> dict:
-    """Success rate (and parse rate) of the model and of ``random`` per planning env over the same seeds."""
+    """Success rate (and parse rate) of the model and of ``random`` per trained env over the same seeds."""
     agent = load_agent(model_dir)
     seeds = list(seeds)
     summary = {}

@@ -20,7 +20,9 @@ is a copy or a one-cell lookup from the input:
   with the cell it reaches, a push with where the box goes. Example: ``Player: (2, 1) / Boxes: (2, 2) /
   Targets: (3, 1) / Push Down from (1, 2): Up (1, 1). Right (1, 2).``
 
-Other envs (Bandit) keep their oracle's response, which already reasons about the actual input. The teacher
+Other envs keep their oracle's response, which already reasons about the actual input: Bandit's names the arms,
+SearchQA's copies what each gold passage it has retrieved said ("The Silent Harbor: director Maren Holt.") and
+names the next title to search, a copy from the observation as well. The teacher
 answers None where there is nothing sound to imitate (a Sokoban box stuck for good); the data recorder then
 plays the oracle's move without making it a training target.
 """

@@ -159,3 +159,22 @@ def test_training_is_deterministic(tmp_path):
         runs.append({p.name: p.read_bytes() for p in (tmp_path / name).iterdir() if p.name != "training_log.json"})
     assert runs[0].keys() >= {"model.safetensors", "tokenizer.json", "config.json"}
     assert runs[0] == runs[1]
+
+
+def test_the_training_data_covers_searchqa_with_reasoning_copied_from_the_results():
+    from baselines.tiny.data import available_envs
+    from ragen_envs.parsing import reasoning_of
+
+    assert "ragen/SearchQA-v0" in available_envs()
+    config = DataConfig(episodes_per_env=10, oracle_fraction=0.5)
+    episodes = record_episodes("ragen/SearchQA-v0", config, 3)
+    assert episodes == record_episodes("ragen/SearchQA-v0", config, 3)
+    oracle = [episode for episode in episodes if episode.kind == "oracle"]
+    assert oracle and all(episode.success and all(episode.targets) for episode in oracle)
+    for episode in oracle:
+        last_response = episode.messages[-1]["content"]
+        answer = last_response.split("finish[", 1)[1].rsplit("]", 1)[0]
+        # the final reasoning states the answer, which the search results shown earlier in the chat hold
+        assert answer in reasoning_of(last_response, "think")
+        observations = [m["content"] for m in episode.messages if m["role"] == "user"]
+        assert any(answer in text.split("Search results for", 1)[-1] for text in observations[1:])
