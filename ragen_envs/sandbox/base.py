@@ -26,18 +26,32 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits of one sandboxed run. The defaults suit one test-suite run of a small program."""
+    """Resource limits of one sandboxed run. The defaults suit one test-suite run of a small program.
+
+    Every field means the same on every backend (cold bubblewrap, the warm pool, Docker): the same program under
+    the same limits gets the same verdict on each (``tests/sandbox/test_limits_parity.py``). "The sandbox" is
+    every process the program starts, itself included. Whole-sandbox limits (memory, processes, CPU quota) need a
+    cgroup: Docker always has one, bubblewrap and the pool when this process may create one (root, or a
+    delegated cgroup v2 tree); without it they fall back to per-process rlimits, the same fallback on both, and
+    :attr:`Result.enforcement` says so.
+    """
 
     wall_s: float = 5.0
     """Wall-clock seconds before the whole sandbox (every process in it) is killed."""
     cpu_s: float = 5.0
     """CPU seconds per process (RLIMIT_CPU); threads of one process share it."""
     memory_mb: int = 512
-    """Memory of the whole sandbox (cgroup, when available) and address space of each process (RLIMIT_AS)."""
+    """Memory of the whole sandbox: all its processes together, files it writes to its tmpfs included (the cgroup's
+    charge); also the address space of each process (RLIMIT_AS), which a single process reaches first."""
     processes: int = 64
-    """Processes and threads in the sandbox (cgroup pids.max when available, else RLIMIT_NPROC per sandbox uid)."""
+    """Processes and threads in the sandbox at once, the program's own included (cgroup pids.max when available,
+    and RLIMIT_NPROC)."""
+    cpus: float = 1.0
+    """Cores' worth of CPU time the whole sandbox may use at once (a cgroup CPU quota: 0.5 is half of one core);
+    a busy program runs slower, it is not stopped (``cpu_s`` and ``wall_s`` stop it)."""
     file_size_mb: int = 16
-    """Largest file a process may write (RLIMIT_FSIZE); also the size of the writable tmpfs work folder."""
+    """Largest file a process may write (RLIMIT_FSIZE); also the size of each writable tmpfs folder (``/work``,
+    ``/dev/shm``)."""
     output_bytes: int = 64 * 1024
     """Bytes of stdout and of stderr kept; a program that writes more is killed (violation ``"output"``)."""
     open_files: int = 256
@@ -48,6 +62,7 @@ class Limits:
         check_range("cpu_s", self.cpu_s, 0.01, 3600)
         check_range("memory_mb", self.memory_mb, 32, 1 << 20, integer=True)
         check_range("processes", self.processes, 1, 1 << 16, integer=True)
+        check_range("cpus", self.cpus, 0.01, 1024)
         check_range("file_size_mb", self.file_size_mb, 1, 1 << 16, integer=True)
         check_range("output_bytes", self.output_bytes, 1, 1 << 30, integer=True)
         check_range("open_files", self.open_files, 16, 1 << 16, integer=True)

@@ -12,8 +12,8 @@ Each run is a fresh set of namespaces (``--unshare-all``: user, pid, network, ip
   session (no terminal injection); an empty environment except ``PATH``, ``HOME`` and ``LANG``.
 - **syscalls**: a seccomp filter (``seccomp.py``) refuses io_uring, bpf, perf events, userfaultfd, keyrings,
   ptrace, kexec and modules, the mount family, namespace creation, POSIX message queues and vsock sockets.
-- **limits**: a cgroup per run for memory and pids of the whole tree when this process may create one
-  (``cgroups.py``), plus rlimits per process (CPU, address space, processes, file size, open files) set by
+- **limits**: a cgroup per run for memory, pids and a CPU quota of the whole tree when this process may create
+  one (``cgroups.py``), plus rlimits per process (CPU, address space, processes, file size, open files) set by
   ``launcher.py`` inside the sandbox.
 - **lifetime**: the program is pid 1 of its pid namespace (``--as-pid-1``), so when it exits the kernel kills
   every process it left behind, daemonized ones included: a run ends when the program does. On timeout or
@@ -36,6 +36,8 @@ from ragen_envs.sandbox.uids import UidSlot
 
 LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_bytes()
 SANDBOX_PYTHON = "/usr/bin/python3"
+BWRAP_PROCESSES = 2
+"""bubblewrap's own processes in the sandbox's cgroup (the monitor outside and its child), not the program's."""
 
 
 def _memfd(name: str, data: bytes) -> int:
@@ -129,7 +131,7 @@ class BwrapBackend(Backend):
         notes = []
         if self.use_cgroups and cgroups.detect() is not None:
             try:
-                group = cgroups.Cgroup(limits.memory_mb << 20, limits.processes + 2)  # + bwrap's own two
+                group = cgroups.Cgroup(limits.memory_mb << 20, limits.processes + BWRAP_PROCESSES, limits.cpus)
                 notes.append(group.label)
             except OSError:
                 group = None

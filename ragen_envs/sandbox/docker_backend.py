@@ -2,7 +2,7 @@
 
 Each container: ``--network none``, read-only root, a tmpfs ``/work`` (also ``/tmp``) of the file-size limit
 owned by an unprivileged uid, ``--cap-drop ALL``, ``no-new-privileges``, ``--pids-limit``, ``--memory`` with
-swap equal (no swap), one CPU, ulimits (CPU, file size, open files, no core dumps), the logging driver off
+swap equal (no swap), ``--cpus`` (the CPU quota), ulimits (CPU, file size, open files, no core dumps), the logging driver off
 (output is streamed and capped by the host, never stored by the daemon), and removal in a ``finally`` —
 plus a sweep of containers left by processes that died (label ``ragen-sandbox.pid``).
 
@@ -179,7 +179,6 @@ class DockerBackend(Backend):
             str(cpu), str(limits.memory_mb << 20), str(limits.processes), str(disk), str(limits.open_files),
         ]  # fmt: skip
         tmpfs_opts = f"size={disk},mode=1777,uid={SANDBOX_UID},gid={SANDBOX_UID}"
-        started = time.monotonic()
         container = self.client.containers.create(
             self.image,
             command,
@@ -194,7 +193,7 @@ class DockerBackend(Backend):
             pids_limit=limits.processes,
             mem_limit=limits.memory_mb << 20,
             memswap_limit=limits.memory_mb << 20,
-            nano_cpus=1_000_000_000,
+            nano_cpus=round(limits.cpus * 1e9),
             ulimits=[
                 docker.types.Ulimit(name="cpu", soft=cpu, hard=cpu + 1),
                 docker.types.Ulimit(name="fsize", soft=disk, hard=disk),
@@ -212,6 +211,8 @@ class DockerBackend(Backend):
             sock = container.attach_socket(params={"stdout": 1, "stderr": 1, "stream": 1})
             raw = getattr(sock, "_sock", sock)
             container.start()
+            # wall_s is the program's time, as on the other backends: creating the container is not part of it
+            started = time.monotonic()
             captured = self._collect(container, raw, limits, started)
             try:
                 sock.close()
@@ -232,7 +233,7 @@ class DockerBackend(Backend):
             captured,
             violation,
             backend=self.name,
-            enforcement=f"docker: cgroup memory+pids (container), ulimits, uid {SANDBOX_UID}, network none, cap-drop ALL",
+            enforcement=f"docker: cgroup memory+pids+cpu (container), ulimits, uid {SANDBOX_UID}, network none, cap-drop ALL",
             exit_code=exit_code,
             wall_s=time.monotonic() - started,
         )

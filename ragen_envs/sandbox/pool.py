@@ -10,9 +10,11 @@ so nothing carries over to the next run; a member it cannot prove clean is repla
 dirtied it keeps its own result. A run that times out, floods its output or breaks the protocol gets its
 whole sandbox killed and replaced; members are also recycled every ``recycle_after`` runs.
 
-What differs from a cold run: the cgroup (memory, pids) is the member's, sized from the pool's ``limits``
-at start; the per-process rlimits are the run's own. Runs are serialized per member; ``size`` members run in
-parallel.
+Every :class:`Limits` field means what it means on a cold run: before each run the member's cgroup is set to the
+run's memory, process count and CPU quota (the zygote, one process more than a cold sandbox holds, is
+allowed for), the child's rlimits are the run's, and a run whose ``file_size_mb`` (the size of the tmpfs
+folders, fixed when a sandbox is built) differs from the member's gets a member built to its size. Runs are
+serialized per member; ``size`` members run in parallel.
 """
 
 from __future__ import annotations
@@ -30,10 +32,18 @@ from pathlib import Path
 
 from ragen_envs.sandbox import cgroups, seccomp
 from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, as_bytes, classify
-from ragen_envs.sandbox.bwrap import LAUNCHER_SOURCE, BwrapBackend, _enter, _memfd
+from ragen_envs.sandbox.bwrap import BWRAP_PROCESSES, LAUNCHER_SOURCE, BwrapBackend, _enter, _memfd
 from ragen_envs.sandbox.uids import UidSlot
 
 ZYGOTE_SOURCE = (Path(__file__).parent / "zygote.py").read_bytes()
+ZYGOTE_PROCESSES = 1
+"""The zygote, pid 1 of a member: in the member's cgroup and of the program's uid, so the run's process limits
+count it on top of the program's."""
+
+
+def _cgroup_limits(limits: Limits) -> tuple[int, int, float]:
+    """The member cgroup's (memory bytes, pids, cpus) for a run under ``limits``."""
+    return limits.memory_mb << 20, limits.processes + BWRAP_PROCESSES + ZYGOTE_PROCESSES, limits.cpus
 
 
 class _Member:
@@ -45,7 +55,7 @@ class _Member:
         self.group = None
         if base.use_cgroups and cgroups.detect() is not None:
             try:
-                self.group = cgroups.Cgroup(limits.memory_mb << 20, limits.processes + 2)
+                self.group = cgroups.Cgroup(*_cgroup_limits(limits))
             except OSError:
                 self.group = None
         self.enforcement = ", ".join(
@@ -82,8 +92,21 @@ class _Member:
             os.close(fd)
         sandbox_end.close()
         self.chan = host_end
+        self.file_size_mb = limits.file_size_mb
         self.runs = 0
         self.broken = False
+
+    def fit(self, limits: Limits) -> bool:
+        """Set the member's cgroup to ``limits``; False when this member cannot run under them (its tmpfs has
+        another size, or the kernel refused the new limits)."""
+        if limits.file_size_mb != self.file_size_mb:
+            return False
+        if self.group is not None:
+            try:
+                self.group.set_limits(*_cgroup_limits(limits))
+            except OSError:
+                return False
+        return True
 
     def stop(self) -> None:
         """Kill every process of the member (its cgroup stays until :meth:`kill`, for the event counters)."""
@@ -135,6 +158,16 @@ class PoolBackend(Backend):
             self._members.add(member)
         self._idle.put(member)
 
+    def _rebuild(self, member: _Member, limits: Limits) -> _Member:
+        """Replace ``member`` by a new one built for ``limits`` (used at once, not queued)."""
+        with self._lock:
+            self._members.discard(member)
+        member.kill()
+        fresh = _Member(self.base, limits)
+        with self._lock:
+            self._members.add(fresh)
+        return fresh
+
     def _retire(self, member: _Member) -> None:
         with self._lock:
             self._members.discard(member)
@@ -150,6 +183,13 @@ class PoolBackend(Backend):
             raise RuntimeError("the sandbox pool is closed")
         limits = limits or Limits()
         member = self._idle.get()
+        if not member.fit(limits):
+            try:
+                member = self._rebuild(member, limits)
+            except BaseException:
+                if not self._closed:
+                    self._spawn()  # the pool keeps its size
+                raise
         before = member.group.counters() if member.group else (0, 0, 0)
         started = time.monotonic()
         try:
@@ -179,7 +219,7 @@ class PoolBackend(Backend):
         program = _memfd("program", code.encode("utf-8", "surrogatepass"))
         stdin_fd = _memfd("stdin", as_bytes(stdin))
         spec = (
-            max(1, round(limits.cpu_s)), limits.memory_mb << 20, limits.processes,
+            max(1, round(limits.cpu_s)), limits.memory_mb << 20, limits.processes + ZYGOTE_PROCESSES,
             limits.file_size_mb << 20, limits.open_files,
         )  # fmt: skip
         try:
