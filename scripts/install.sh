@@ -76,7 +76,7 @@ fi
 if [ "${#torch_plan[@]}" -gt 2 ]; then
   $PY -m pip install -q --disable-pip-version-check "${torch_plan[@]:2}"
 fi
-extras="llm,ray,report,docker,webshop,search,train,wandb,trl,serve"
+extras="llm,ray,report,docker,webshop,search,dense,train,wandb,trl,serve"
 [ "$with_tests" = 1 ] && extras="$extras,dev"
 $PY -m pip install -q --disable-pip-version-check -e ".[$extras]"
 # one line saying which build was installed (read from torch's version.py) and why

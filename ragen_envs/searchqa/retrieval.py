@@ -189,7 +189,12 @@ class DenseRetriever:
         # over-fetch, then order the candidates by numpy's exact scores: ties come out as without FAISS
         _, found = self._faiss_index.search(vector[None, :], min(len(self.matrix), 4 * k))
         candidates = np.unique(found[0][found[0] >= 0])
-        return _top_by_score(self.matrix[candidates] @ vector, candidates, k)
+        scores = self.matrix[candidates] @ vector
+        cut = np.sort(scores)[::-1][min(k, len(scores)) - 1] if len(scores) else None
+        if len(candidates) < len(self.matrix) and (cut is None or cut <= scores.min()):
+            # ties reach the edge of what FAISS returned: passages it left out may tie too, so score them all
+            return _top_by_score(self.matrix @ vector, np.arange(len(self.matrix)), k)
+        return _top_by_score(scores, candidates, k)
 
 
 def _top_by_score(scores: np.ndarray, ids: np.ndarray, k: int) -> list[int]:

@@ -201,3 +201,36 @@ def test_bad_corpus_and_embeddings_get_one_line(tmp_path):
     with pytest.raises(ValueError, match="query_encoder 'nope:missing' cannot be imported"):
         gym.make("ragen/SearchQA-v0", corpus=str(corpus), questions=str(questions), retriever="dense",
                  embeddings=str(tmp_path / "good.npy"), query_encoder="nope:missing")  # fmt: skip
+
+
+def test_faiss_and_numpy_return_the_same_passages_in_the_same_order(tmp_path, monkeypatch):
+    pytest.importorskip("faiss")
+    corpus, questions = _write(tmp_path)
+    passages = gym.make("ragen/SearchQA-v0", corpus=str(corpus), questions=str(questions)).unwrapped.passages
+    encoder = HashingEncoder()
+    rng = np.random.default_rng(0)
+    # duplicated rows make exact ties, which both must break by passage index
+    embeddings = encoder([f"{t} {x}" for t, x in PASSAGES])
+    embeddings[5] = embeddings[1]
+    with_faiss = DenseRetriever(passages, embeddings, encoder)
+    monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss now raises ImportError
+    with_numpy = DenseRetriever(passages, embeddings, encoder)
+    assert (with_faiss.backend, with_numpy.backend) == ("faiss", "numpy")
+    queries = [t for t, _ in PASSAGES] + [
+        " ".join(rng.choice(["port", "elsby", "reef", "college", "sea"], 3)) for _ in range(20)
+    ]
+    for query in queries:
+        for k in (1, 3, 5, 8):
+            assert with_faiss.search(query, k) == with_numpy.search(query, k), (query, k)
+    assert with_numpy.search(PASSAGES[1][0], 8).index(1) < with_numpy.search(PASSAGES[1][0], 8).index(5)
+
+
+def test_ties_beyond_what_faiss_returns_are_still_broken_by_index(tmp_path):
+    pytest.importorskip("faiss")
+    corpus, questions = _write(tmp_path)
+    passages = gym.make("ragen/SearchQA-v0", corpus=str(corpus), questions=str(questions)).unwrapped.passages
+    flat = np.ones((len(PASSAGES), 4), dtype=np.float32)  # every passage ties with every other
+    retriever = DenseRetriever(passages, flat, lambda texts: np.ones((len(texts), 4), dtype=np.float32))
+    assert retriever.backend == "faiss"
+    assert retriever.search("anything", 1) == [0]  # FAISS fetches 4 of 8 tied passages; the answer is still 0
+    assert retriever.search("anything", 2) == [0, 1]
