@@ -6,8 +6,9 @@ Each episode is a question that takes 1-4 passages to answer (HotpotQA's bridge 
 the director's (the year). The passages come from a generated knowledge base: ``kb_size`` entities (people,
 cities, countries, companies, universities, films) with typed attributes and relations, one encyclopedia-style
 passage each, and names and values shared between entities so that searches return look-alikes
-(:mod:`ragen_envs.searchqa.kb`). Questions are built by walking relations, answered by the knowledge base and
-kept only if each gold passage can be found by searching for its title (:mod:`ragen_envs.searchqa.questions`).
+(:mod:`ragen_envs.searchqa.kb`). Questions are built by walking relations and answered by the knowledge base;
+one is kept only if a reader of the question and the passages' text alone finds the same answer through the same
+passages, and each gold passage can be found by searching for its title (:mod:`ragen_envs.searchqa.questions`).
 Search is BM25 (``bm25s``; the index is built once per collection and cached on disk). The seed picks the
 question; the same seed gives the same episode.
 
@@ -15,7 +16,8 @@ With ``questions=`` the env serves your own questions (HotpotQA format: ``questi
 ``supporting_facts``) over ``corpus=`` (JSONL or Parquet passages with ``title`` and ``text``, or
 ``contents``), or over the questions' own ``context`` paragraphs without a corpus (HotpotQA's distractor
 setting); ``retriever="dense"`` searches ``embeddings`` (one row per passage, a ``.npy`` file) with your
-``query_encoder`` (FAISS when installed, numpy otherwise) (:mod:`ragen_envs.searchqa.corpus`).
+``query_encoder`` (FAISS when installed, ``pip install 'ragen-envs[dense]'``; numpy otherwise, with the same
+results) (:mod:`ragen_envs.searchqa.corpus`).
 
 ## Action Space
 One action per response: ``search[query]`` (returns the top 5 passages) or ``finish[answer]`` (ends the
