@@ -148,15 +148,18 @@ def _td(text: str, sort: Any = None, numeric: bool = False, raw: bool = False) -
     return f"<td{cls}{data}>{text if raw else html.escape(_plain(text))}</td>"
 
 
-def _success_cell(numbers: dict[str, Any]) -> str:
+def _success_cell(numbers: dict[str, Any], stacked: bool = False) -> str:
+    """Success ± its standard error (``stacked``: the error on a line of its own, for narrow columns)."""
     value, se = numbers.get("success_rate"), numbers.get("success_se")
-    text = _pct(value) + (f' <span class="se">± {100 * se:.1f}</span>' if isinstance(se, (int, float)) else "")
+    gap = "<br>" if stacked else " "
+    text = _pct(value) + (f'{gap}<span class="se">± {100 * se:.1f}</span>' if isinstance(se, (int, float)) else "")
     return _td(text, value, numeric=True, raw=True)
 
 
 def _overall_table(rows: list[dict[str, Any]], suite: Suite) -> str:
+    """The main table: one row per submission, its overall numbers (per-env success is its own table, so this one
+    fits a 1280-pixel window whatever the number of envs)."""
     heads = [_th("Rank", True), _th("Model"), _th("Org"), _th("Params"), _th("Weights"), _th("Overall success", True)]
-    heads += [_th(env_id.removeprefix("ragen/"), True) for env_id in suite.env_ids]
     heads += [
         _th("MI", True),
         _th("Retrieval acc.", True),
@@ -172,7 +175,6 @@ def _overall_table(rows: list[dict[str, Any]], suite: Suite) -> str:
                  _td(str(meta.get("org", ""))), _td(str(meta.get("parameters", ""))),
                  _td(_weights_html(meta), meta.get("weights", ""), raw=True),
                  _td(_pct(overall["success_rate"]), overall["success_rate"], numeric=True)]  # fmt: skip
-        cells += [_success_cell(row["envs"][env_id]) for env_id in suite.env_ids]
         cells += [_td(_num(overall["mi_estimate"]), overall["mi_estimate"], numeric=True),
                   _td(_pct(overall["retrieval_accuracy"]), overall["retrieval_accuracy"], numeric=True),
                   _td(_num(overall["token_entropy"]), overall["token_entropy"], numeric=True),
@@ -180,6 +182,19 @@ def _overall_table(rows: list[dict[str, Any]], suite: Suite) -> str:
                   _td(_report_link(row), raw=True)]  # fmt: skip
         body.append(f'<tr data-id="{html.escape(row["id"], quote=True)}">' + "".join(cells) + "</tr>")
     return _table("overall", heads, body)
+
+
+def _success_by_env_table(rows: list[dict[str, Any]], suite: Suite) -> str:
+    """Success per env, one column per env, the standard error under each rate (narrow columns: a dozen envs fit
+    a 1280-pixel window)."""
+    heads = [_th("Rank", True), _th("Model")]
+    heads += [_th(env_id.removeprefix("ragen/"), True) for env_id in suite.env_ids]
+    body = []
+    for row in rows:
+        cells = [_td(str(row["rank"]), row["rank"], numeric=True), _td(str(row["meta"].get("model_name", "")))]
+        cells += [_success_cell(row["envs"][env_id], stacked=True) for env_id in suite.env_ids]
+        body.append(f'<tr data-id="{html.escape(row["id"], quote=True)}">' + "".join(cells) + "</tr>")
+    return _table("success-by-env", heads, body)
 
 
 def _env_table(rows: list[dict[str, Any]], env_id: str) -> str:
@@ -264,10 +279,13 @@ def scatter_svg(rows: list[dict[str, Any]], width: int = 640, height: int = 400)
 
 # ---- the three outputs ------------------------------------------------------------------------------------
 def render_html(rows: list[dict[str, Any]], suite: Suite, split: str, built: str) -> str:
-    """The leaderboard page as HTML: the site template filled with the overall table, the success-vs-MI scatter and one table per env of ``suite``."""
+    """The leaderboard page as HTML: the site template filled with the overall table, success per env, the
+    success-vs-MI scatter and one table per env of ``suite``."""
     site = resources.files("leaderboard") / "site"
     template = (site / "index.html").read_text()
-    content = ["<h2>Overall</h2>", _overall_table(rows, suite), "<h2>Success vs MI</h2>",
+    content = ["<h2>Overall</h2>", _overall_table(rows, suite), "<h2>Success per env</h2>",
+               '<p class="meta">Success rate and, under it, its standard error (percentage points).</p>',
+               _success_by_env_table(rows, suite), "<h2>Success vs MI</h2>",
                '<p class="meta">Template collapse shows as high success claims with MI near zero: reasoning that no '
                "longer depends on the input. Dark dots are reproduced, light dots self-reported.</p>",
                scatter_svg(rows)]  # fmt: skip

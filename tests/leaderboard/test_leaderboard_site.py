@@ -112,7 +112,16 @@ def test_site_in_headless_chromium(site, tmp_path):
         browser.evaluate(click.format(1))  # "Model": text, ascending first
         assert browser.evaluate(rows) == ["Oracle agent", "Random agent"]
         env_rows = "document.querySelectorAll('table.sortable').length"
-        assert browser.evaluate(env_rows) == 1 + len(load_entries(site / "submissions")[0]["envs"])
+        envs = len(load_entries(site / "submissions")[0]["envs"])
+        assert browser.evaluate(env_rows) == 2 + envs  # overall, success per env, one per env
+        # at 1280 px nothing scrolls sideways: not the page, not the main table, not the per-env success table
+        assert browser.evaluate("window.innerWidth") == 1280
+        assert browser.evaluate("document.documentElement.scrollWidth") <= 1280
+        overflow = ("Array.from(document.querySelectorAll('.table-wrap')).filter(w => w.querySelector('#table-overall, "
+                    "#table-success-by-env')).map(w => [w.scrollWidth, w.clientWidth])")  # fmt: skip
+        widths = browser.evaluate(overflow)
+        assert len(widths) == 2 and all(scroll <= client for scroll, client in widths), widths
+        assert browser.evaluate("document.querySelectorAll('#table-success-by-env thead th').length") == 2 + envs
         assert browser.evaluate("document.querySelectorAll('svg.scatter circle').length") == 2
         shot = browser.screenshot()
         assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000
