@@ -223,3 +223,12 @@ def test_golden_transcript():
     record = check_golden("searchqa_seed4", "ragen/SearchQA-v0", 4, responses)
     assert [turn["reward"] for turn in record["turns"][1:3]] == [-0.1, -0.1]
     assert record["turns"][-1]["terminated"] and record["turns"][-1]["info"]["success"]
+
+
+def test_searchqa_is_in_the_baseline_preset_and_the_official_suite():
+    from harness.config import preset_config
+    from leaderboard.suite import OFFICIAL
+
+    plans = {plan.env_id: plan for plan in preset_config("baseline").envs}
+    assert (plans["ragen/SearchQA-v0"].episodes, plans["ragen/SearchQA-v0"].samples) == (4, 4)
+    assert OFFICIAL.entry("ragen/SearchQA-v0").seeds == tuple(range(10_000, 10_064))
