@@ -28,6 +28,7 @@ import ragen_envs  # noqa: F401  (registers the ids)
 from baselines.verl.compat import require_verl
 from harness.transcript import prefill_for, user_message
 from ragen_envs.parsing import reasoning_of
+from ragen_envs.plugins import ensure_registered
 
 require_verl()
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register  # noqa: E402
@@ -62,6 +63,7 @@ class RagenAgentLoop(AgentLoopBase):
         """Play the row's episode with the rollout server; returns its tokens, response mask, log-probs and return."""
         env_id, env_kwargs, seed, max_new_tokens, timeout_s = _episode_spec(kwargs.get("extra_info"))
         response_budget = int(self.rollout_config.response_length)
+        ensure_registered(env_id)  # a Ray worker registers an installed package's envs before making one
         env = gym.make(env_id, **env_kwargs)
         try:
             observation, info = env.reset(seed=seed)
