@@ -57,9 +57,13 @@ def _growing_layer_class():
     new token (quadratic in a long multi-turn history); this one writes into a buffer with spare room and
     exposes a view. When full it reallocates with room for as many positions again as it holds (at least 64),
     but never more than ``reserve`` (the most positions still to come: the token budget), so a huge budget with
-    rows that stop early costs no memory and the copies stay amortised O(1) per token. Batch selection (rows
-    leaving) and ``crop`` make the keys a compact copy or a shorter view; the next append moves them into a new
-    buffer, so a view handed out earlier is never written over."""
+    rows that stop early costs no memory and the copies stay amortised O(1) per token. Rows leaving the batch
+    (an increasing selection, as generation makes when rows stop) are compacted inside the same buffer: the
+    kept rows move up, nothing is allocated, and the next append writes in place again (a multi-turn rollout of
+    64 rows has dozens of such events per turn; each used to cost a gathered copy, a fresh buffer and a second
+    copy into it). Any other selection (repeats, reordering) and ``crop`` make the keys a compact copy or a
+    shorter view, which the next append moves into a new buffer, so a view handed out earlier is never written
+    over."""
     from transformers.cache_utils import DynamicLayer
 
     class GrowingLayer(DynamicLayer):
@@ -72,11 +76,12 @@ def _growing_layer_class():
             if not self.is_initialized:
                 self.lazy_initialization(key_states, value_states)
             length, new = self.get_seq_length(), key_states.shape[-2]
+            rows = key_states.shape[0]
             buffers = self._buffers
             if (
                 buffers is None
                 or self.keys.data_ptr() != buffers[0].data_ptr()  # replaced (batch selection): not our view
-                or buffers[0].shape[0] != key_states.shape[0]
+                or buffers[0].shape[0] < rows
                 or length + new > buffers[0].shape[-2]
             ):
                 capacity = length + new + min(self.reserve, max(length + new, 64))
@@ -85,14 +90,36 @@ def _growing_layer_class():
                     buffers[0][..., :length, :] = self.keys
                     buffers[1][..., :length, :] = self.values
                 self._buffers = buffers
-            buffers[0][..., length : length + new, :] = key_states
-            buffers[1][..., length : length + new, :] = value_states
-            self.keys, self.values = buffers[0][..., : length + new, :], buffers[1][..., : length + new, :]
+            buffers[0][:rows, :, length : length + new, :] = key_states
+            buffers[1][:rows, :, length : length + new, :] = value_states
+            self.keys = buffers[0][:rows, :, : length + new, :]
+            self.values = buffers[1][:rows, :, : length + new, :]
             return self.keys, self.values
+
+        def batch_select_indices(self, indices) -> None:
+            kept = indices.tolist()
+            buffers = self._buffers
+            own = buffers is not None and self.is_initialized and self.keys.data_ptr() == buffers[0].data_ptr()
+            if not own or kept != sorted(set(kept)) or (kept and kept[0] < 0):
+                super().batch_select_indices(indices)  # a gathered copy; the next append reallocates
+                return
+            length = self.get_seq_length()
+            for target, source in enumerate(kept):  # increasing: a row only moves up, over rows already moved
+                if target != source:
+                    buffers[0][target, :, :length] = buffers[0][source, :, :length]
+                    buffers[1][target, :, :length] = buffers[1][source, :, :length]
+            self.keys = buffers[0][: len(kept), :, :length]
+            self.values = buffers[1][: len(kept), :, :length]
 
         def crop(self, *args, **kwargs):
             super().crop(*args, **kwargs)
             self._buffers = None  # the shorter keys are a view of the buffer: appending in place would overwrite
+
+        def __copy__(self):
+            clone = object.__new__(type(self))
+            clone.__dict__.update(self.__dict__)
+            clone._buffers = None  # a copy (select_cache) must not compact or append inside this layer's buffer
+            return clone
 
     return GrowingLayer
 

@@ -239,6 +239,36 @@ def test_decoding_into_growing_buffers_equals_the_stock_cache(agent, monkeypatch
             assert torch.allclose(ka, kb, atol=1e-5) and torch.allclose(va, vb, atol=1e-5)
 
 
+def test_rows_leaving_the_batch_are_compacted_inside_the_same_buffers(agent):
+    """Rows stopping (an increasing selection) move up inside the cache's buffers: no new buffer, and the kept
+    rows' keys/values, then the next decode step's, equal the stock cache's; a copy made for scoring
+    (``select_cache``) leaves the original's buffers alone."""
+    from transformers import DynamicCache
+
+    from harness.lm.kv_cache import growing_cache, select_cache
+
+    model = agent.model
+    prompts = torch.tensor([encode(agent, prompt_text(agent, c))[:6] for c in contexts(4)])  # (4, 6)
+    caches = {"growing": growing_cache(model, 16), "stock": DynamicCache(config=model.config)}
+    with torch.no_grad():
+        for cache in caches.values():
+            model(input_ids=prompts, use_cache=True, past_key_values=cache)
+        layers = caches["growing"].layers
+        buffers = [layer._buffers[0].data_ptr() for layer in layers]
+        copy = select_cache(caches["growing"], torch.tensor([1, 2]))
+        kept = torch.tensor([0, 2, 3])
+        for cache in caches.values():
+            cache.batch_select_indices(kept)
+            model(input_ids=prompts[kept, :1], use_cache=True, past_key_values=cache)
+    assert [layer._buffers[0].data_ptr() for layer in layers] == buffers  # compacted in place, then appended
+    for grown, stock in zip(layers, caches["stock"].layers, strict=True):
+        assert grown.keys.shape == stock.keys.shape == (3, stock.keys.shape[1], 7, stock.keys.shape[3])
+        assert torch.allclose(grown.keys, stock.keys, atol=1e-6) and torch.allclose(
+            grown.values, stock.values, atol=1e-6
+        )
+    assert copy.layers[0].keys.shape[0] == 2 and copy.layers[0]._buffers is None
+
+
 def test_a_huge_token_budget_costs_no_memory_when_rows_stop_early(agent):
     """The in-place cache grows geometrically up to the budget; it does not allocate the budget up front."""
     from harness.lm.generation import generate_ids
