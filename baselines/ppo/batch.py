@@ -10,11 +10,13 @@ the packed layout of :func:`sequence_logprobs` (column j of a row is its j-th re
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from baselines.ppo.config import AUTOCAST_DTYPE
 from baselines.ppo.generation import sequence_logprobs
 from baselines.ppo.losses import (
     aggregate,
@@ -101,12 +103,30 @@ def single_step(config, global_rows: int) -> bool:
     return config.ppo_epochs == 1 and global_rows <= config.minibatch_size
 
 
+def update_precision(dtype: str, model):
+    """The context the update's forwards run in: ``bfloat16-autocast`` runs the matmuls in bf16 under
+    ``torch.autocast`` (weights, gradients and the optimiser stay fp32; log-softmax and the losses in fp32),
+    any other dtype runs as the weights are."""
+    if dtype != AUTOCAST_DTYPE:
+        return contextlib.nullcontext()
+    return torch.autocast(next(model.parameters()).device.type, dtype=torch.bfloat16)
+
+
 @torch.no_grad()
-def fill_old_stats(rows: list[Row], policy, critic, reference, temperature: float, micro: int) -> None:
+def fill_old_stats(
+    rows: list[Row], policy, critic, reference, temperature: float, micro: int, dtype: str = "float32"
+) -> None:
     """Old log-probs (and values, reference log-probs) of every row under the current models; ``policy`` None
-    skips the old log-probs (a :func:`single_step` update computes them in the loss)."""
+    skips the old log-probs (a :func:`single_step` update computes them in the loss). ``dtype``: the config's,
+    for :func:`update_precision` (the old log-probs in the precision the loss computes the new ones)."""
     if policy is None and critic is None and reference is None:
         return
+    any_model = next(m for m in (policy, critic, reference) if m is not None)
+    with update_precision(dtype, any_model):
+        _fill_old_stats(rows, policy, critic, reference, temperature, micro)
+
+
+def _fill_old_stats(rows: list[Row], policy, critic, reference, temperature: float, micro: int) -> None:
     for chunk in micro_batches(rows, micro):
         seqs, spans, groups = [r.sequence for r in chunk], [r.spans for r in chunk], [r.group for r in chunk]
         if policy is not None:
@@ -185,9 +205,10 @@ def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool
     """Loss of one micro-batch, already divided by the minibatch ``denominator`` (sums to the full loss)."""
     seqs, spans, groups = [r.sequence for r in rows], [r.spans for r in rows], [r.group for r in rows]
     want_entropy = config.entropy_coef > 0 or parts
-    logp, mask, entropy, _ = sequence_logprobs(
-        policy, seqs, spans, config.temperature, with_entropy=want_entropy, groups=groups
-    )
+    with update_precision(config.dtype, policy):
+        logp, mask, entropy, _ = sequence_logprobs(
+            policy, seqs, spans, config.temperature, with_entropy=want_entropy, groups=groups
+        )
     width = logp.shape[1]
     on_policy = [r.old_logp is None for r in rows]
     if all(on_policy):  # a single-step update: the sampling weights are these weights
@@ -219,7 +240,8 @@ def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool
 
 def critic_loss(rows: list[Row], critic, config, denominator: float) -> torch.Tensor:
     """The critic's clipped value loss on the rows' span tokens, divided by ``denominator``."""
-    values, mask = critic([r.sequence for r in rows], [r.spans for r in rows], [r.group for r in rows])
+    with update_precision(config.dtype, critic):
+        values, mask = critic([r.sequence for r in rows], [r.spans for r in rows], [r.group for r in rows])
     width = values.shape[1]
     old = _scatter(rows, [r.old_values for r in rows], width).to(values.device)
     ret = _scatter(rows, [r.returns for r in rows], width).to(values.device)

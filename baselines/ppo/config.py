@@ -22,6 +22,8 @@ LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
 DEFAULT_AGGREGATION = {"gae": "token-mean", "grpo": "seq-mean-token-mean", "drgrpo": "seq-mean-token-sum"}
 """RAGEN's scripts' ``loss_agg_mode`` per algorithm (PPO, GRPO, Dr.GRPO)."""
 MI_SCHEMES = ("first_turn", "trajectory")
+AUTOCAST_DTYPE = "bfloat16-autocast"
+"""The ``dtype`` that keeps fp32 weights and runs only the update's forward/backward under bf16 autocast."""
 
 
 @dataclass
@@ -124,7 +126,9 @@ class PPOConfig:
     device: str = "auto"
     """``cpu``, ``cuda``… or ``auto``."""
     dtype: str = "auto"
-    """``float32``, ``bfloat16`` or ``auto`` (bf16 on GPU, fp32 on CPU)."""
+    """``float32``, ``bfloat16``, ``bfloat16-autocast`` (fp32 weights and optimiser, the update's forward and
+    backward under bf16 autocast: faster on a CPU with bf16 matmuls, not bit-exact, see docs/benchmarks.md;
+    rollouts and MI stay fp32) or ``auto`` (bf16 on GPU, fp32 on CPU)."""
     gradient_checkpointing: bool = False
     """Trade compute for memory (GPU runs of big models)."""
     generation_backend: str = "transformers"
@@ -164,7 +168,7 @@ class PPOConfig:
         check_choice("filter_prob_mode", self.filter_prob_mode, ("linear", "softmax"))
         check_choice("filter_spread", self.filter_spread, ("std", "var"))
         check_choice("generation_backend", self.generation_backend, ("transformers", "vllm"))
-        check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16"))
+        check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16", AUTOCAST_DTYPE))
         from baselines.ppo.tracking import parse_report_to
 
         parse_report_to(self.report_to)

@@ -61,10 +61,11 @@ def resolve_device(name: str) -> torch.device:
 
 
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
-    """The torch dtype ``name`` means on ``device``: ``auto`` is bfloat16 on CUDA, float32 on CPU."""
+    """The weights' torch dtype ``name`` means on ``device``: ``auto`` is bfloat16 on CUDA, float32 on CPU;
+    ``bfloat16-autocast`` keeps fp32 weights (bf16 only inside the update, ``batch.update_precision``)."""
     if name == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16}[name]
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "bfloat16-autocast": torch.float32}[name]
 
 
 class Distributed:
@@ -306,7 +307,9 @@ class Trainer:
             rows, by_episode = B.build_rows(chosen)
             # one optimiser step on the whole batch: the loss's own log-probs, detached, are the old ones
             scorer = None if B.single_step(cfg, int(self.dist.sum(float(len(rows))))) else self.policy
-            B.fill_old_stats(rows, scorer, self.critic, self.reference, cfg.temperature, cfg.micro_batch_size)
+            B.fill_old_stats(
+                rows, scorer, self.critic, self.reference, cfg.temperature, cfg.micro_batch_size, cfg.dtype
+            )
             B.fill_advantages(chosen, by_episode, cfg, reduce=self.dist.sum)
             log.update(self._update(rows, iteration))
         log["timing/update_s"] = time.perf_counter() - update_start
@@ -320,7 +323,9 @@ class Trainer:
         Single process only (the buckets need every group)."""
         cfg = self.config
         rows, by_episode = B.build_rows(episodes)
-        B.fill_old_stats(rows, self.policy, self.critic, self.reference, cfg.temperature, cfg.micro_batch_size)
+        B.fill_old_stats(
+            rows, self.policy, self.critic, self.reference, cfg.temperature, cfg.micro_batch_size, cfg.dtype
+        )
         B.fill_advantages(episodes, by_episode, cfg)
         rows_by_group: dict[int, list] = {}
         for (group, _), mine in by_episode.items():

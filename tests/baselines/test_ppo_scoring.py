@@ -157,3 +157,29 @@ def test_micro_batches_hold_whole_groups_in_the_given_order():
     rows = [Row(group, sample, [1, 2, 3], [(2, 3)]) for group, sample in [(1, 0), (0, 0), (1, 1), (0, 1), (2, 0)]]
     chunks = micro_batches(rows, 2)
     assert [[(r.group, r.sample) for r in chunk] for chunk in chunks] == [[(0, 0), (0, 1)], [(1, 0), (1, 1)], [(2, 0)]]
+
+
+def test_bfloat16_autocast_runs_the_update_in_bf16_and_keeps_fp32_weights(model, tiny_model_dir):
+    from baselines.ppo import batch as B
+    from baselines.ppo.config import PPOConfig
+
+    sequences, spans, groups = grpo_like_batch(model.config.vocab_size, seed=4)
+    rows = [B.Row(g, i, seq, sp) for i, (seq, sp, g) in enumerate(zip(sequences, spans, groups, strict=True))]
+    for i, row in enumerate(rows):
+        row.advantages = torch.full((row.length,), (-1.0) ** i)
+    results = {}
+    for dtype in ("float32", "bfloat16-autocast"):
+        config = PPOConfig(model=tiny_model_dir, dtype=dtype, entropy_coef=0.01, advantage="grpo")
+        seen: list = []
+        handle = model.model.layers[0].mlp.down_proj.register_forward_hook(
+            lambda m, a, out, seen=seen: seen.append(out.dtype)
+        )
+        try:
+            loss, _ = B.policy_loss(rows, model, config, B.normalizer(rows, config))
+        finally:
+            handle.remove()
+        results[dtype] = (float(loss), grads(model, loss), set(seen))
+    assert results["float32"][2] == {torch.float32} and results["bfloat16-autocast"][2] == {torch.bfloat16}
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert all(g.dtype == torch.float32 for g in results["bfloat16-autocast"][1].values())
+    assert results["bfloat16-autocast"][0] == pytest.approx(results["float32"][0], rel=0.05, abs=1e-3)
