@@ -412,10 +412,10 @@ def mi_entropy_figure(points: Sequence[tuple[str, str, float, float]], title: st
     fig.subplots_adjust(left=0.07, right=0.98, bottom=0.14, top=0.88)  # legends sit in the gap between the axes
     xy = np.array([(entropy, mi) for _, _, entropy, mi in points], dtype=np.float64).reshape(-1, 2)
     ax.update_datalim(xy)
-    ax.margins(0.08)  # room for a ring around a group at the edge of the data
     ax.autoscale_view()
     to_points = 72.0 / fig.dpi
-    shift, centres = spread_overlaps(ax.transData.transform(xy) * to_points, math.sqrt(SCATTER_SIZE) + 1.5)
+    placed = ax.transData.transform(xy) * to_points
+    shift, centres = spread_overlaps(placed, math.sqrt(SCATTER_SIZE) + 1.5)
     for (agent, env, entropy, mi), (dx, dy) in zip(points, shift, strict=True):
         moved = ax.transData + ScaledTranslation(dx / 72.0, dy / 72.0, fig.dpi_scale_trans)
         ax.scatter([entropy], [mi], s=SCATTER_SIZE, marker=marker[env], color=colour[agent], alpha=0.85,
