@@ -343,13 +343,16 @@ SCATTER_SIZE = 46
 """Marker area (points²) in the MI-vs-entropy scatter."""
 
 
-def spread_overlaps(positions: np.ndarray, diameter: float) -> tuple[np.ndarray, list[tuple[float, float]]]:
+def spread_overlaps(
+    positions: np.ndarray, diameter: float, bounds: tuple[float, float, float, float] | None = None
+) -> tuple[np.ndarray, list[tuple[float, float]]]:
     """Offsets (in points) that put markers closer than ``diameter`` to one another on a ring around their
     group's centre, and the centres of the groups moved.
 
     An input-agnostic agent puts every env at MI ≈ 0 with nearly the same entropy: drawn as they are, those
     points are one blob. Groups are the connected components of "closer than ``diameter``"; a group of ``k``
-    goes on a ring whose neighbours are just over ``diameter`` apart.
+    goes on a ring whose neighbours are just over ``diameter`` apart. With ``bounds`` (x0, y0, x1, y1: the axes,
+    in points) a ring that would cross them is moved inside whole (the axes' limits stay those of the data).
     """
     count = len(positions)
     group = list(range(count))
@@ -375,9 +378,13 @@ def spread_overlaps(positions: np.ndarray, diameter: float) -> tuple[np.ndarray,
             continue
         centre = positions[indices].mean(axis=0)
         radius = max(diameter, 1.15 * diameter / (2 * math.sin(math.pi / k)))
-        for n, i in enumerate(indices):
-            angle = math.pi / 2 + 2 * math.pi * n / k
-            shift[i] = centre + radius * np.array([math.cos(angle), math.sin(angle)]) - positions[i]
+        angles = [math.pi / 2 + 2 * math.pi * n / k for n in range(k)]
+        ring = centre + radius * np.array([[math.cos(a), math.sin(a)] for a in angles])  # (k, 2)
+        if bounds is not None:
+            low = np.array(bounds[:2]) + diameter / 2
+            high = np.array(bounds[2:]) - diameter / 2
+            ring += np.maximum(low - ring.min(axis=0), 0) - np.maximum(ring.max(axis=0) - high, 0)
+        shift[indices] = ring - positions[indices]
         centres.append((float(centre[0]), float(centre[1])))
     return shift, centres
 
@@ -415,7 +422,9 @@ def mi_entropy_figure(points: Sequence[tuple[str, str, float, float]], title: st
     ax.autoscale_view()
     to_points = 72.0 / fig.dpi
     placed = ax.transData.transform(xy) * to_points
-    shift, centres = spread_overlaps(placed, math.sqrt(SCATTER_SIZE) + 1.5)
+    box = ax.get_window_extent()
+    bounds = (box.x0 * to_points, box.y0 * to_points, box.x1 * to_points, box.y1 * to_points)
+    shift, centres = spread_overlaps(placed, math.sqrt(SCATTER_SIZE) + 1.5, bounds)
     for (agent, env, entropy, mi), (dx, dy) in zip(points, shift, strict=True):
         moved = ax.transData + ScaledTranslation(dx / 72.0, dy / 72.0, fig.dpi_scale_trans)
         ax.scatter([entropy], [mi], s=SCATTER_SIZE, marker=marker[env], color=colour[agent], alpha=0.85,

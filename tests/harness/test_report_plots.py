@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 matplotlib = pytest.importorskip("matplotlib")
@@ -92,3 +93,14 @@ def test_success_plot_is_titled_explains_its_whiskers_and_draws_zero_as_zero():
     assert labels.count("0") == 1 and "n/a" in labels and "0.5" in labels  # 0 is a value; n/a is not 0
     overlapping = [(a, b) for (a, box_a), (b, box_b) in itertools.combinations(_texts(fig), 2) if box_a.overlaps(box_b)]
     assert not overlapping, overlapping[:5]
+
+
+def test_a_ring_at_the_edge_of_the_axes_stays_inside_them():
+    from harness.report import spread_overlaps
+
+    positions = np.array([[100.0, 5.0]] * 6)  # six markers on one spot at the bottom edge of a 200 x 200 box
+    shift, centres = spread_overlaps(positions, 8.0, bounds=(0.0, 0.0, 200.0, 200.0))
+    placed = positions + shift
+    assert placed[:, 1].min() >= 4.0 and centres == [(100.0, 5.0)]
+    gaps = [np.hypot(*(placed[i] - placed[j])) for i, j in itertools.combinations(range(6), 2)]
+    assert min(gaps) >= 8.0
