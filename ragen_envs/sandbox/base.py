@@ -18,6 +18,12 @@ from dataclasses import dataclass, field
 from ragen_envs.core import check_range
 
 VIOLATIONS = ("timeout", "memory", "processes", "output", "file_size")
+START_MARK = "\x1eragen-sandbox: program started\x1e"
+"""What the launcher writes to stderr just before the program runs. The host strips it and starts the wall clock
+there, so ``wall_s`` is the program's own time on every backend, whatever the backend's set-up took."""
+SETUP_S = 30.0
+"""The longest a sandbox may take to start the program (namespaces, container, interpreter) before the run is
+reported as timed out."""
 
 
 class SandboxUnavailable(RuntimeError):
@@ -37,7 +43,8 @@ class Limits:
     """
 
     wall_s: float = 5.0
-    """Wall-clock seconds before the whole sandbox (every process in it) is killed."""
+    """Wall-clock seconds from the program's start (the backend's set-up not counted) until the whole sandbox
+    (every process in it) is killed."""
     cpu_s: float = 5.0
     """CPU seconds per process (RLIMIT_CPU); threads of one process share it."""
     memory_mb: int = 512
@@ -152,11 +159,54 @@ class Captured:
     cpu_s: float = 0.0
 
 
+def launcher_args(limits: Limits, processes: int | None = None) -> list[str]:
+    """The launcher's arguments before the program's path (``launcher.py``): the per-process limits and the start
+    mark; ``processes`` overrides the RLIMIT_NPROC value."""
+    return [
+        str(max(1, round(limits.cpu_s))), str(limits.memory_mb << 20),
+        str(limits.processes if processes is None else processes), str(limits.file_size_mb << 20),
+        str(limits.open_files), START_MARK,
+    ]  # fmt: skip
+
+
+class WallClock:
+    """A run's deadline: ``SETUP_S`` after launch until the launcher's start mark arrives on stderr, then ``wall_s``
+    after the mark. Every backend's reader passes the program's stderr through :meth:`stderr`, which removes the
+    mark. Output that arrives before any mark (a launcher that failed early) starts the clock too."""
+
+    MARK = START_MARK.encode()
+
+    def __init__(self, wall_s: float, launched: float) -> None:
+        self.wall_s = wall_s
+        self.deadline = launched + SETUP_S
+        self.started: float | None = None
+        self._head = b""
+
+    def stderr(self, chunk: bytes) -> bytes:
+        """``chunk`` of the program's stderr without the start mark; starts the clock when the mark (or anything
+        else) has arrived."""
+        if self.started is not None:
+            return chunk
+        self._head += chunk
+        if len(self._head) < len(self.MARK) and self.MARK.startswith(self._head):
+            return b""  # part of the mark so far
+        self.started = time.monotonic()
+        self.deadline = self.started + self.wall_s
+        head, self._head = self._head, b""
+        return head[len(self.MARK) :] if head.startswith(self.MARK) else head
+
+    def leftover(self) -> bytes:
+        """Bytes held back as a possible start of the mark when the stream ended."""
+        head, self._head = self._head, b""
+        return head
+
+
 def supervise(proc: subprocess.Popen, limits: Limits, kill: Callable[[], None], started: float) -> Captured:
     """Read ``proc``'s stdout/stderr (pipes) until it exits, killing it at the deadline or on too much output.
 
-    ``kill`` must take down every process of the sandbox, not just ``proc``. The exit status and the CPU time
-    of the whole reaped tree come from ``wait4``.
+    ``kill`` must take down every process of the sandbox, not just ``proc``. ``started`` is the launch; the wall
+    clock runs from the program's start (:class:`WallClock`). The exit status and the CPU time of the whole
+    reaped tree come from ``wait4``.
     """
     cap = limits.output_bytes
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
@@ -165,11 +215,11 @@ def supervise(proc: subprocess.Popen, limits: Limits, kill: Callable[[], None], 
     for fd in buffers:
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
-    deadline = started + limits.wall_s
+    clock = WallClock(limits.wall_s, started)
     timed_out = exceeded = False
     try:
         while sel.get_map():
-            remaining = deadline - time.monotonic()
+            remaining = clock.deadline - time.monotonic()
             if remaining <= 0:
                 timed_out = True
                 break
@@ -179,8 +229,12 @@ def supervise(proc: subprocess.Popen, limits: Limits, kill: Callable[[], None], 
                 except BlockingIOError:
                     continue
                 if not chunk:
+                    if key.fd == err_fd:
+                        buffers[err_fd] += clock.leftover()
                     sel.unregister(key.fd)
                     continue
+                if key.fd == err_fd:
+                    chunk = clock.stderr(chunk)
                 buf = buffers[key.fd]
                 room = cap - len(buf)
                 buf += chunk[:room]
@@ -190,7 +244,7 @@ def supervise(proc: subprocess.Popen, limits: Limits, kill: Callable[[], None], 
                 break
         if timed_out or exceeded:
             kill()
-        status, cpu_s = _wait(proc, deadline)
+        status, cpu_s = _wait(proc, clock.deadline)
         if status is None:
             timed_out = True
             kill()

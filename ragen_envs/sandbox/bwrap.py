@@ -31,7 +31,16 @@ from functools import lru_cache
 from pathlib import Path
 
 from ragen_envs.sandbox import cgroups, seccomp
-from ragen_envs.sandbox.base import Backend, Limits, Result, as_bytes, classify, kill_process_group, supervise
+from ragen_envs.sandbox.base import (
+    Backend,
+    Limits,
+    Result,
+    as_bytes,
+    classify,
+    kill_process_group,
+    launcher_args,
+    supervise,
+)
 from ragen_envs.sandbox.uids import UidSlot
 
 LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_bytes()
@@ -112,13 +121,7 @@ class BwrapBackend(Backend):
             "--remount-ro", "/",
             "--chdir", "/work",
             *seccomp_args,
-            self.python, "-I", "-S", "/sandbox/launcher.py",
-            str(max(1, round(limits.cpu_s))),
-            str(limits.memory_mb << 20),
-            str(limits.processes),
-            str(limits.file_size_mb << 20),
-            str(limits.open_files),
-            "/sandbox/main.py",
+            self.python, "-I", "-S", "/sandbox/launcher.py", *launcher_args(limits), "/sandbox/main.py",
         ]  # fmt: skip
 
     def run(self, code: str, stdin: str | bytes = "", limits: Limits | None = None) -> Result:

@@ -28,7 +28,7 @@ import zlib
 from functools import lru_cache
 from pathlib import Path
 
-from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, as_bytes, classify
+from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, WallClock, as_bytes, classify, launcher_args
 from ragen_envs.sandbox.bwrap import LAUNCHER_SOURCE
 
 DEFAULT_IMAGE = "ragen-sandbox:local"
@@ -174,10 +174,7 @@ class DockerBackend(Backend):
         }
         cpu = max(1, round(limits.cpu_s))
         disk = limits.file_size_mb << 20
-        command = [
-            self.python, "-I", "-S", "-c", BOOTSTRAP,
-            str(cpu), str(limits.memory_mb << 20), str(limits.processes), str(disk), str(limits.open_files),
-        ]  # fmt: skip
+        command = [self.python, "-I", "-S", "-c", BOOTSTRAP, *launcher_args(limits)]
         tmpfs_opts = f"size={disk},mode=1777,uid={SANDBOX_UID},gid={SANDBOX_UID}"
         container = self.client.containers.create(
             self.image,
@@ -211,7 +208,6 @@ class DockerBackend(Backend):
             sock = container.attach_socket(params={"stdout": 1, "stderr": 1, "stream": 1})
             raw = getattr(sock, "_sock", sock)
             container.start()
-            # wall_s is the program's time, as on the other backends: creating the container is not part of it
             started = time.monotonic()
             captured = self._collect(container, raw, limits, started)
             try:
@@ -242,11 +238,11 @@ class DockerBackend(Backend):
         """Demultiplex the attach stream into stdout/stderr with the output cap and the wall deadline."""
         cap = limits.output_bytes
         buffers = {1: bytearray(), 2: bytearray()}
-        deadline = started + limits.wall_s
+        clock = WallClock(limits.wall_s, started)
         pending = b""
         timed_out = exceeded = False
         while True:
-            remaining = deadline - time.monotonic()
+            remaining = clock.deadline - time.monotonic()
             if remaining <= 0:
                 timed_out = True
                 break
@@ -260,6 +256,7 @@ class DockerBackend(Backend):
             except OSError:
                 break
             if not chunk:
+                buffers[2] += clock.leftover()
                 break
             pending += chunk
             while len(pending) >= 8:
@@ -267,6 +264,8 @@ class DockerBackend(Backend):
                 if len(pending) < 8 + size:
                     break
                 frame, pending = pending[8 : 8 + size], pending[8 + size :]
+                if stream != 1:
+                    frame = clock.stderr(frame)
                 buf = buffers.get(stream, buffers[2])
                 room = cap - len(buf)
                 buf += frame[:room]
@@ -282,7 +281,7 @@ class DockerBackend(Backend):
                 pass
             _kill(container)
         try:
-            status = container.wait(timeout=max(1.0, deadline - time.monotonic() + 1.0))["StatusCode"]
+            status = container.wait(timeout=max(1.0, clock.deadline - time.monotonic() + 1.0))["StatusCode"]
         except Exception:  # noqa: BLE001 - a wait timeout surfaces as a requests/urllib3 error
             timed_out = True
             _kill(container)

@@ -3,7 +3,10 @@
 Runs under the sandbox's own interpreter (stdlib only, started with ``-I -S``) and is shipped into the
 sandbox as a file, so it must not import anything from ``ragen_envs``. Usage inside the sandbox::
 
-    python3 -I -S launcher.py CPU_S MEMORY_BYTES PROCESSES FILE_BYTES OPEN_FILES PROGRAM.py
+    python3 -I -S launcher.py CPU_S MEMORY_BYTES PROCESSES FILE_BYTES OPEN_FILES START_MARK PROGRAM.py
+
+``START_MARK`` is written to stderr just before the program runs: the host starts the wall clock there and
+strips it (``base.WallClock``).
 
 The limits are set here rather than before the sandbox starts because RLIMIT_NPROC is counted per user
 namespace and uid: set inside, it bounds exactly the processes of this sandbox.
@@ -27,7 +30,7 @@ def _limit(which, soft, hard=None):
 def main():
     """Sandbox entry point: set the rlimits from ``argv`` (soft = hard), then run the program as ``__main__``."""
     cpu_s, memory, processes, file_bytes, open_files = (int(x) for x in sys.argv[1:6])
-    program = sys.argv[6]
+    start_mark, program = os.fsencode(sys.argv[6]), sys.argv[7]
     # soft = hard: the kernel then SIGKILLs at the limit (a soft-limit SIGXCPU is ignored by a pid-1 program)
     _limit(resource.RLIMIT_CPU, cpu_s)
     _limit(resource.RLIMIT_AS, memory)
@@ -47,6 +50,10 @@ def main():
     try:
         code = compile(source, program, "exec")
         del source
+        try:
+            os.write(2, start_mark)  # shorter than PIPE_BUF: one atomic write
+        except OSError:
+            pass
         exec(code, namespace)
     except SystemExit:
         raise

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from ragen_envs.sandbox import cgroups, seccomp
-from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, as_bytes, classify
+from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, WallClock, as_bytes, classify, launcher_args
 from ragen_envs.sandbox.bwrap import BWRAP_PROCESSES, LAUNCHER_SOURCE, BwrapBackend, _enter, _memfd
 from ragen_envs.sandbox.uids import UidSlot
 
@@ -218,10 +218,7 @@ class PoolBackend(Backend):
         err_r, err_w = os.pipe()
         program = _memfd("program", code.encode("utf-8", "surrogatepass"))
         stdin_fd = _memfd("stdin", as_bytes(stdin))
-        spec = (
-            max(1, round(limits.cpu_s)), limits.memory_mb << 20, limits.processes + ZYGOTE_PROCESSES,
-            limits.file_size_mb << 20, limits.open_files,
-        )  # fmt: skip
+        spec = tuple(launcher_args(limits, processes=limits.processes + ZYGOTE_PROCESSES))
         try:
             socket.send_fds(member.chan, [marshal.dumps(spec)], [program, stdin_fd, out_w, err_w])
         finally:
@@ -235,12 +232,12 @@ class PoolBackend(Backend):
             sel.register(fd, selectors.EVENT_READ)
         member.chan.setblocking(False)
         sel.register(member.chan, selectors.EVENT_READ)
-        deadline = started + limits.wall_s
+        clock = WallClock(limits.wall_s, started)
         status = None
         timed_out = exceeded = broken = False
         try:
             while status is None or len(sel.get_map()) > 1:
-                remaining = deadline - time.monotonic()
+                remaining = clock.deadline - time.monotonic()
                 if remaining <= 0:
                     timed_out = True
                     break
@@ -258,8 +255,12 @@ class PoolBackend(Backend):
                         continue
                     chunk = os.read(key.fd, 65536)
                     if not chunk:
+                        if key.fd == err_r:
+                            buffers[err_r] += clock.leftover()
                         sel.unregister(key.fd)
                         continue
+                    if key.fd == err_r:
+                        chunk = clock.stderr(chunk)
                     buf = buffers[key.fd]
                     room = cap - len(buf)
                     buf += chunk[:room]

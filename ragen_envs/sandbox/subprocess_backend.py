@@ -13,7 +13,16 @@ import sys
 import tempfile
 import time
 
-from ragen_envs.sandbox.base import Backend, Limits, Result, as_bytes, classify, kill_process_group, supervise
+from ragen_envs.sandbox.base import (
+    Backend,
+    Limits,
+    Result,
+    as_bytes,
+    classify,
+    kill_process_group,
+    launcher_args,
+    supervise,
+)
 from ragen_envs.sandbox.bwrap import LAUNCHER_SOURCE
 
 
@@ -47,12 +56,8 @@ class UnsafeSubprocessBackend(Backend):
                 f.write(LAUNCHER_SOURCE)
             with open(program, "w", encoding="utf-8", errors="surrogatepass") as f:
                 f.write(code)
-            args = [
-                self.python, "-I", "-S", launcher,
-                str(max(1, round(limits.cpu_s))), str(limits.memory_mb << 20),
-                # RLIMIT_NPROC counts every process of this uid on the host: it cannot bound the program alone.
-                "1048576", str(limits.file_size_mb << 20), str(limits.open_files), program,
-            ]  # fmt: skip
+            # RLIMIT_NPROC counts every process of this uid on the host: it cannot bound the program alone.
+            args = [self.python, "-I", "-S", launcher, *launcher_args(limits, processes=1 << 20), program]
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": work, "LANG": "C.UTF-8"}
             stdin_file = open(os.path.join(work, "stdin"), "w+b")  # noqa: SIM115 - closed below
             stdin_file.write(as_bytes(stdin))

@@ -88,7 +88,7 @@ PROGRAMS = [
     ("one 40 MiB file over 32", FILES, "1 40", Limits(file_size_mb=32), "file_size"),
     ("0.3 CPU-s at a whole core", BURN, "", Limits(cpus=1.0, wall_s=4, cpu_s=10), None),
     ("0.3 CPU-s at 5% of a core", BURN, "", Limits(cpus=0.05, wall_s=4, cpu_s=10), "timeout"),
-    ("sleep 0.5 s under 3", SLEEP, "0.5", Limits(wall_s=3), None),
+    ("sleep 1.5 s under 2", SLEEP, "1.5", Limits(wall_s=2), None),
     ("sleep 5 s under 2", SLEEP, "5", Limits(wall_s=2), "timeout"),
 ]
 
