@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from ragen_envs.core import ActionResult, TextEnv, check_range
 from ragen_envs.parsing import normalize_action
+from ragen_envs.tools import ActionTool
 
 _FORGIVEN = ".!\"'"  # punctuation around an arm's name that still names it
 
@@ -83,6 +84,7 @@ class BanditEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through 
     __doc__ = __doc__
     action_separator = None
     example_answer = "Turtle"
+    action_tools = (ActionTool("pull", "Pull one arm (once per episode).", "arm", "The arm's name, as shown."),)
 
     def __init__(
         self,

@@ -15,6 +15,10 @@ the env id and the keyword arguments for ``gym.make`` and raises :class:`Contrac
   there; ``max_turns`` truncates; ``step`` before ``reset`` raises ``ResetNeeded``
 - no response text raises (seeded random text built from the tags and separators the parser looks for)
 - a misspelled keyword argument raises ``ValueError`` naming the closest one
+- the tool format (``response_format="tool"``, which every env supports through ``TextEnv``): the checks above
+  that depend on the format pass again in it, ``info["tools"]`` holds the schemas the system prompt lists, and a
+  tool call that is refused (not JSON, nested too deep, an unknown tool, a wrong argument) costs the format
+  penalty, keeps the state and says why
 """
 
 from __future__ import annotations
@@ -36,7 +40,28 @@ from ragen_envs.core import INFO_KEYS, TextEnv
 JUNK_RESPONSES = ("", "<answer>", "<think>a</think>", "<think></think><answer>  </answer>", "hello")
 INVALID_RESPONSES = ("", "no tags at all", "<think>only thinking</think>", "<answer>x",
                      "<think>a</think>text<answer>b</answer>")  # fmt: skip
+INVALID_TOOL_RESPONSES = ("", "no tags at all", "<think>a</think><answer>b</answer>", '<tool_call>{"name": "x"}',
+                          "</tool_call>")  # fmt: skip
+"""Responses that do not parse in the tool format (no complete ``<tool_call>`` block)."""
 HOSTILE_PIECES = ("<think>", "</think>", "<answer>", "</answer>", "||", "\n", " ", "\x00", "√", "9", "(", "a")
+HOSTILE_TOOL_PIECES = ("<tool_call>", "</tool_call>", "{", "}", "[", '"name"', '"arguments"', ":", ",", '"', "\\",
+                       "null", "1e999", "<think>", "\n", "√", "a")  # fmt: skip
+REFUSED_TOOL_CALLS = {
+    "not JSON": ("<tool_call>move up</tool_call>", "not valid JSON (Expecting value at character 0)"),
+    "truncated JSON": ('<tool_call>{"name": "{tool}", "arguments": {</tool_call>', "not valid JSON"),
+    "deep nesting": ("<tool_call>" + "[" * 200_000 + "</tool_call>", "nested too deeply"),
+    "long integer": ("<tool_call>" + "9" * 5000 + "</tool_call>", "not valid JSON (Exceeds the limit"),
+    "not an object": ('<tool_call>["{tool}", "x"]</tool_call>', "must be a JSON object"),
+    "no name": ('<tool_call>{"arguments": {}}</tool_call>', 'needs a "name" string'),
+    "unknown tool": ('<tool_call>{"name": "teleport", "arguments": {}}</tool_call>', "unknown tool 'teleport'"),
+    "arguments not an object": ('<tool_call>{"name": "{tool}", "arguments": [1]}</tool_call>', "must be a JSON object"),
+    "arguments string not JSON": ('<tool_call>{"name": "{tool}", "arguments": "{"}</tool_call>', "is not valid JSON"),
+    "missing argument": ('<tool_call>{"name": "{tool}", "arguments": {}}</tool_call>', "needs the argument"),
+    "extra argument": ('<tool_call>{"name": "{tool}", "arguments": {"{arg}": "x", "why": 1}}</tool_call>', "not 'why'"),
+    "wrong type": ('<tool_call>{"name": "{tool}", "arguments": {"{arg}": {"a": [true]}}}</tool_call>', "got an object"),
+}
+"""Tool calls every env refuses, each with a piece of the reason its feedback must give; ``{tool}`` and ``{arg}``
+stand for the env's first tool and its argument."""
 
 
 class ContractError(AssertionError):
@@ -96,7 +121,8 @@ def play_in_subprocess(env_id: str, seed: int, hash_seed: str, kwargs: dict[str,
 
 
 def check_gymnasium_api(env_id: str, kwargs: dict[str, Any] | None = None) -> None:
-    """Gymnasium's ``check_env`` passes, and ``reset`` returns text in the space and the instructions."""
+    """Gymnasium's ``check_env`` passes, and ``reset`` returns text in the space and the instructions (in the tool
+    format also ``info["tools"]``, plain JSON, listed in the instructions as ``<tools>…</tools>``)."""
     from gymnasium.utils.env_checker import check_env
 
     env = _text_env(env_id, kwargs)
@@ -109,6 +135,15 @@ def check_gymnasium_api(env_id: str, kwargs: dict[str, Any] | None = None) -> No
         raise ContractError(f"{env_id}: reset's observation must be non-empty text inside observation_space")
     if not (isinstance(info.get("instructions"), str) and info["instructions"]):
         raise ContractError(f"{env_id}: reset's info must carry the system prompt as non-empty 'instructions'")
+    if env.response_format == "tool":
+        tools = info.get("tools")
+        if not (isinstance(tools, list) and tools and all(t.get("type") == "function" for t in tools)):
+            raise ContractError(f"{env_id}: in the tool format reset's info must carry 'tools', function schemas")
+        listed = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
+        if f"<tools>\n{listed}\n</tools>" not in info["instructions"] or json.loads(json.dumps(tools)) != tools:
+            raise ContractError(f"{env_id}: info['tools'] must be plain JSON, listed in the instructions' <tools>")
+    elif "tools" in info:
+        raise ContractError(f"{env_id}: info['tools'] belongs to the tool format only")
     env.close()
 
 
@@ -171,7 +206,8 @@ def check_oracle_solves(env_id: str, kwargs: dict[str, Any] | None = None, seeds
 
 def check_invalid_format(env_id: str, kwargs: dict[str, Any] | None = None) -> None:
     """A response that does not parse costs the format penalty, keeps the state and says it was invalid."""
-    for response in INVALID_RESPONSES:
+    tool_format = _text_env(env_id, kwargs).response_format == "tool"
+    for response in INVALID_TOOL_RESPONSES if tool_format else INVALID_RESPONSES:
         env = _text_env(env_id, kwargs)
         env.reset(seed=5)
         before = env._observe()
@@ -188,6 +224,32 @@ def check_invalid_format(env_id: str, kwargs: dict[str, Any] | None = None) -> N
         problems = [p for p in problems if p]
         if problems:
             raise ContractError(f"{env_id}: the unparseable response {response!r}: {'; '.join(problems)}")
+
+
+def check_refused_tool_calls(env_id: str, kwargs: dict[str, Any] | None = None) -> None:
+    """In the tool format, each of :data:`REFUSED_TOOL_CALLS` costs the format penalty, keeps the state and starts
+    the next observation with "Tool call 1 was refused: " and the reason."""
+    for name, (response, reason) in REFUSED_TOOL_CALLS.items():
+        env = _text_env(env_id, {**(kwargs or {}), "response_format": "tool"})
+        tool = env.action_tools[0]
+        env.reset(seed=5)
+        before = env._observe()
+        obs, reward, terminated, _, info = env.step(
+            response.replace("{tool}", tool.name).replace("{arg}", tool.parameter)
+        )
+        said = obs.splitlines()[0] if obs else ""
+        problems = [
+            f"reward {reward} is not the format penalty {env.format_penalty}" if reward != env.format_penalty else "",
+            "it ended the episode" if terminated else "",
+            "info calls it valid or a success" if info.get("action_is_valid") or info.get("success") else "",
+            "the state changed" if env._observe() != before else "",
+            f"the observation's first line {said[:100]!r} does not say 'Tool call 1 was refused: …{reason}…'" if not (
+                said.startswith("Tool call 1 was refused: ") and reason in said and obs.endswith(before)) else "",
+        ]  # fmt: skip
+        problems = [p for p in problems if p]
+        env.close()
+        if problems:
+            raise ContractError(f"{env_id}: the refused tool call ({name}): {'; '.join(problems)}")
 
 
 def check_truncation(env_id: str, kwargs: dict[str, Any] | None = None) -> None:
@@ -218,8 +280,11 @@ def check_step_before_reset(env_id: str, kwargs: dict[str, Any] | None = None) -
         raise ContractError(f"{env_id}: step before reset must raise gymnasium.error.ResetNeeded")
 
 
-def hostile_responses(count: int, seed: int = 0) -> list[str]:
-    """``count`` seeded texts a model might write at its worst: tag soup, control characters, long repeats."""
+def hostile_responses(count: int, seed: int = 0, response_format: str = "think") -> list[str]:
+    """``count`` seeded texts a model might write at its worst: tag soup, control characters, long repeats (in the
+    tool format: JSON soup, in and out of ``<tool_call>`` blocks)."""
+    tool_format = response_format == "tool"
+    pieces = HOSTILE_TOOL_PIECES if tool_format else HOSTILE_PIECES
     rng = np.random.default_rng(seed)
     out = []
     for i in range(count):
@@ -227,19 +292,23 @@ def hostile_responses(count: int, seed: int = 0) -> list[str]:
         if kind == 0:
             out.append("".join(chr(int(c)) for c in rng.integers(0, 0x2FFF, size=int(rng.integers(0, 200)))))
         elif kind == 1:
-            out.append("".join(HOSTILE_PIECES[int(j)] for j in rng.integers(0, len(HOSTILE_PIECES), size=60)))
+            out.append("".join(pieces[int(j)] for j in rng.integers(0, len(pieces), size=60)))
         elif kind == 2:
-            inner = "".join(HOSTILE_PIECES[int(j)] for j in rng.integers(0, len(HOSTILE_PIECES), size=8))
-            out.append(f"<think>{inner}</think><answer>{inner[::-1]}</answer>")
+            inner = "".join(pieces[int(j)] for j in rng.integers(0, len(pieces), size=8))
+            out.append(
+                f"{inner}<tool_call>{inner[::-1]}</tool_call>"
+                if tool_format
+                else f"<think>{inner}</think><answer>{inner[::-1]}</answer>"
+            )
         else:
-            out.append(HOSTILE_PIECES[int(rng.integers(len(HOSTILE_PIECES)))] * int(rng.integers(1, 20_000)))
+            out.append(pieces[int(rng.integers(len(pieces)))] * int(rng.integers(1, 20_000)))
     return out
 
 
 def check_hostile_responses(env_id: str, kwargs: dict[str, Any] | None = None, count: int = 200) -> None:
     """No response text raises; observations stay in the charset; info keeps its keys."""
     env = _text_env(env_id, kwargs)
-    for response in hostile_responses(count):
+    for response in hostile_responses(count, response_format=env.response_format):
         if env._needs_reset or env._done:
             env.reset(seed=0)
         try:
@@ -268,17 +337,27 @@ CHECKS: tuple[Callable[..., None], ...] = (
     check_oracle_solves, check_invalid_format, check_truncation, check_step_before_reset, check_hostile_responses,
     check_unknown_kwarg,
 )  # fmt: skip
+TOOL_FORMAT_CHECKS: tuple[Callable[..., None], ...] = (
+    check_gymnasium_api, check_same_seed_same_episode, check_pickle_round_trip, check_oracle_solves,
+    check_invalid_format, check_refused_tool_calls, check_truncation, check_hostile_responses,
+)  # fmt: skip
+"""The checks that run again with ``response_format="tool"``: those whose outcome depends on the format."""
 
 
 def check_text_env(env_id: str, kwargs: dict[str, Any] | None = None) -> None:
-    """Run every check of the contract on ``env_id``; raises :class:`ContractError` listing each that failed."""
+    """Run every check of the contract on ``env_id``, then the format-dependent ones in the tool format; raises
+    :class:`ContractError` listing each that failed."""
     failures = []
-    for check in CHECKS:
+    tool_kwargs = {**(kwargs or {}), "response_format": "tool"}
+    runs = [(check, kwargs, "") for check in CHECKS] + [
+        (check, tool_kwargs, " (tool format)") for check in TOOL_FORMAT_CHECKS
+    ]
+    for check, check_kwargs, label in runs:
         try:
-            check(env_id, kwargs)
+            check(env_id, check_kwargs)
         except ContractError as error:
-            failures.append(f"{check.__name__}: {error}")
+            failures.append(f"{check.__name__}{label}: {error}")
         except Exception as error:  # a check the env crashed is a broken promise too, and the others still run
-            failures.append(f"{check.__name__}: {env_id} raised {type(error).__name__}: {error}")
+            failures.append(f"{check.__name__}{label}: {env_id} raised {type(error).__name__}: {error}")
     if failures:
         raise ContractError(f"{env_id} breaks the text-env contract:\n- " + "\n- ".join(failures))

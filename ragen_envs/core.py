@@ -17,11 +17,18 @@ hook                        what it does
 ``oracle() -> (str, str)``  public: the oracle's reasoning and answer in the current state
 ``candidate_actions()``     public, optional: action strings ``action_space.sample()`` draws from right now
 ``_rejection_message(t)``   optional: the feedback for rejected action strings (default: "Unknown action(s)")
+``action_tools``            class attribute: the actions as tools, for ``response_format="tool"``
+                            (:mod:`ragen_envs.tools`; default: one tool ``act`` taking the action string)
 ==========================  ===========================================================================
 
 Info keys after every ``step``: ``success``, ``action_is_valid``, ``action_is_effective``,
 ``parsed_actions``, ``turn`` (plus whatever ``_step_info()`` adds). ``reset`` returns
-``info["instructions"]``, the system prompt.
+``info["instructions"]``, the system prompt, and in the tool format ``info["tools"]``, the tools' schemas.
+
+In the tool format each ``<tool_call>`` of a response is one action: its tool's template turns it into the
+action string ``_parse_action`` reads, so an env's rules need nothing per format. A call that is not valid
+JSON, names an unknown tool or passes a wrong argument is refused like an unknown action (format penalty,
+feedback naming what was wrong, the other calls still played).
 """
 
 from __future__ import annotations
@@ -45,6 +52,14 @@ from ragen_envs.parsing import (
     split_actions,
 )
 from ragen_envs.text_space import ObservationText
+from ragen_envs.tools import (
+    DEFAULT_TOOLS,
+    ActionTool,
+    read_tool_calls,
+    tool_instructions,
+    tool_schemas,
+    write_tool_calls,
+)
 
 # Gymnasium's default Text charset is alphanumeric only: it rejects newlines, punctuation and glyphs such as
 # the box-on-target mark. Everything an env emits must be in here; envs may add to it via ``extra_charset``.
@@ -114,17 +129,25 @@ class ResponseSpace(spaces.Text):
     A uniformly random string almost never parses, so sampling it would only ever exercise the format
     penalty. Instead ``sample()`` picks 1..``max_actions`` of the env's current candidate actions (set by
     the env after every reset and step), joins them with the separator and wraps them in the response
-    format with a few random reasoning words: a random *valid-format* policy. With no candidates it falls
-    back to Gymnasium's random text.
+    format with a few random reasoning words: a random *valid-format* policy (in the tool format, one call per
+    action). With no candidates it falls back to Gymnasium's random text.
     """
 
     def __init__(
-        self, *, max_length: int, charset: frozenset[str], response_format: str, separator: str | None, max_actions: int
+        self,
+        *,
+        max_length: int,
+        charset: frozenset[str],
+        response_format: str,
+        separator: str | None,
+        max_actions: int,
+        tools: tuple[ActionTool, ...] = DEFAULT_TOOLS,
     ) -> None:
         super().__init__(max_length=max_length, min_length=0, charset=charset)
         self.response_format = response_format
         self.separator = separator
         self.max_actions = max_actions
+        self.tools = tools
         self.candidates: tuple[str, ...] = ()
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
@@ -137,7 +160,8 @@ class ResponseSpace(spaces.Text):
         picks = [self.candidates[int(i)] for i in rng.integers(len(self.candidates), size=count)]
         joiner = f" {self.separator} " if self.separator else ""
         words = random_reasoning(rng, SAMPLE_VOCAB)
-        return format_response(" ".join(words), joiner.join(picks), self.response_format)
+        answer = write_tool_calls(picks, self.tools) if self.response_format == "tool" else joiner.join(picks)
+        return format_response(" ".join(words), answer, self.response_format)
 
 
 _INIT_ARGUMENTS: dict[type, frozenset[str] | None] = {}
@@ -165,7 +189,8 @@ class TextEnv(gym.Env[str, str]):
         max_turns: turns before the episode is truncated.
         max_actions_per_turn: how many ``||``-separated actions of one response are played (extra are dropped).
         format_penalty: reward added for a turn whose response does not parse or names an unknown action.
-        response_format: ``"think"`` (``<think>…</think><answer>…</answer>``), ``"answer"`` or ``"raw"``.
+        response_format: ``"think"`` (``<think>…</think><answer>…</answer>``), ``"answer"``, ``"raw"`` or
+            ``"tool"`` (reasoning, then ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` per action).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -175,6 +200,9 @@ class TextEnv(gym.Env[str, str]):
     extra_charset: str = ""
     argument_aliases: dict[str, str] = {}
     """Names users reach for from other suites (``is_slippery``) → our argument, for the "did you mean"."""
+    action_tools: tuple[ActionTool, ...] = DEFAULT_TOOLS
+    """The env's actions as tools (``response_format="tool"``): every action string the env's oracle and
+    candidates play must fit one tool's template."""
 
     def __new__(cls, *args: Any, **kwargs: Any):
         # Checked here, once for every env: a misspelled kwarg gets a ValueError naming it, the closest
@@ -224,6 +252,7 @@ class TextEnv(gym.Env[str, str]):
             response_format=response_format,
             separator=self.action_separator,
             max_actions=max_actions_per_turn,
+            tools=self.action_tools,
         )
         self.turn = 0
         self._done = True
@@ -273,8 +302,12 @@ class TextEnv(gym.Env[str, str]):
     # ---- the contract -------------------------------------------------------------------------------
     @property
     def instructions(self) -> str:
-        """The system prompt: the env's rules plus how to format a response."""
-        how = format_instructions(self.response_format, self.example_answer, self.action_separator)
+        """The system prompt: the env's rules plus how to format a response (in the tool format, the tools)."""
+        if self.response_format == "tool":
+            example = split_actions(self.example_answer, self.action_separator)
+            how = tool_instructions(self.action_tools, example, several=self.action_separator is not None)
+        else:
+            how = format_instructions(self.response_format, self.example_answer, self.action_separator)
         return f"{self._instructions().rstrip()}\n{how}"
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -287,6 +320,8 @@ class TextEnv(gym.Env[str, str]):
         self._last_observation = clean_observation(self._observe(), self._outside_charset)
         self.action_space.candidates = self.candidate_actions()
         info = {"instructions": self.instructions, "turn": 0, "success": False, **self._reset_info()}
+        if self.response_format == "tool":
+            info["tools"] = tool_schemas(self.action_tools)
         return self._last_observation, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -298,17 +333,31 @@ class TextEnv(gym.Env[str, str]):
             raise ResetNeeded("Cannot call env.step() after the episode has ended: call env.reset() first")
         self.turn += 1
         parsed = parse_response(action, self.response_format)
-        tokens = split_actions(parsed.answer, self.action_separator, self.max_actions_per_turn) if parsed.ok else []
-        actions = [self._parse_action(token) for token in tokens]
-        unknown = [token for token, act in zip(tokens, actions, strict=True) if act is None]
+        refused: list[str] = []  # why each refused tool call was refused (the tool format only)
+        if parsed.ok and self.response_format == "tool":
+            limit = self.max_actions_per_turn if self.action_separator is not None else 1
+            tokens, errors = read_tool_calls(parsed.answer, self.action_tools, limit)
+            actions = [
+                None if error else self._parse_action(token) for token, error in zip(tokens, errors, strict=True)
+            ]
+            unknown = [
+                token for token, act, error in zip(tokens, actions, errors, strict=True) if act is None and not error
+            ]
+            refused = [f"Tool call {i + 1} was refused: {error}." for i, error in enumerate(errors) if error]
+        else:
+            tokens = split_actions(parsed.answer, self.action_separator, self.max_actions_per_turn) if parsed.ok else []
+            actions = [self._parse_action(token) for token in tokens]
+            unknown = [token for token, act in zip(tokens, actions, strict=True) if act is None]
 
         reward, effective, terminated, success, messages = 0.0, False, False, False, []
         if not parsed.ok or not tokens:
             reward = self.format_penalty
             messages.append(f"Your last response was invalid ({parsed.error or 'no action'}); the state is unchanged.")
         else:
-            if unknown:
+            if unknown or refused:
                 reward = self.format_penalty
+                messages += refused
+            if unknown:
                 messages.append(self._rejection_message(unknown))
             for act in actions:
                 if act is None:
@@ -331,7 +380,7 @@ class TextEnv(gym.Env[str, str]):
         self.action_space.candidates = self.candidate_actions()
         info = {
             "success": success,
-            "action_is_valid": parsed.ok and bool(tokens) and not unknown,
+            "action_is_valid": parsed.ok and bool(tokens) and not unknown and not refused,
             "action_is_effective": effective,
             "parsed_actions": tokens if parsed.ok else [],
             "turn": self.turn,
@@ -350,4 +399,12 @@ class TextEnv(gym.Env[str, str]):
         if self._needs_reset:
             raise ResetNeeded("Cannot ask for the oracle's response before calling env.reset()")
         thinking, answer = self.oracle()
-        return format_response(thinking, answer, self.response_format)
+        return self.write_response(thinking, answer)
+
+    def write_response(self, thinking: str, answer: str, *, reasoning_before_answer: bool = False) -> str:
+        """A response in this env's format with reasoning ``thinking`` and ``answer`` in the env's action syntax
+        (:func:`ragen_envs.parsing.format_response`; in the tool format each action becomes a tool call)."""
+        if self.response_format == "tool":
+            calls = write_tool_calls(split_actions(answer, self.action_separator), self.action_tools)
+            return format_response(thinking, calls, "tool")
+        return format_response(thinking, answer, self.response_format, reasoning_before_answer=reasoning_before_answer)

@@ -85,6 +85,7 @@ import numpy as np
 
 from ragen_envs.core import ActionResult, TextEnv, check_range
 from ragen_envs.parsing import normalize_action
+from ragen_envs.tools import ActionTool
 
 ACTIONS = ("Left", "Down", "Right", "Up")
 """Action names by index; RAGEN numbers them 1..4 in the same order (and so does Gymnasium, from 0)."""
@@ -337,6 +338,7 @@ _GOAL = ActionResult(reward=1.0, effective=True, terminated=True, success=True)
 class FrozenLakeEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     example_answer = "Down || Right"
+    action_tools = (ActionTool("move", "Move the player one cell.", "direction", "Where to move.", choices=ACTIONS),)
     argument_aliases = {"is_slippery": "slip", "success_rate": "slip", "p": "frozen_prob", "map_size": "size"}
 
     def __init__(

@@ -1,11 +1,18 @@
 """Parsing of model responses: pure functions, linear time, never raise on any input string.
 
-Three response formats are supported:
+Four response formats are supported:
 
 - ``"think"`` (default): ``<think>reasoning</think><answer>actions</answer>``. Whitespace may sit between
   the two blocks; text before ``<think>`` and after ``</answer>`` is ignored (as RAGEN's regex does).
 - ``"answer"``: ``<answer>actions</answer>`` anywhere in the text; reasoning is whatever precedes it.
 - ``"raw"``: the whole stripped text is the answer.
+- ``"tool"``: one or more ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` blocks, the form Hermes/Qwen
+  chat templates teach and vLLM's and TRL's tool parsers read. The answer is the text from the first
+  ``<tool_call>`` to the last ``</tool_call>``; :func:`tool_call_bodies` splits it into calls and
+  :func:`decode_tool_call` reads one (the env's tools, :mod:`ragen_envs.tools`, turn each into an action).
+  Reasoning is the text before the first call: the inside of a ``<think>…</think>`` block there when it has
+  one (models that think in tags), else all of that text (free text before the call, as tool-trained chat
+  models write it).
 
 This module is also the one home of the reasoning Z the collapse metrics measure (:func:`reasoning_of`), of
 the writer of responses (:func:`format_response`), of the random reasoning words scripted responses are made
@@ -17,11 +24,13 @@ unclosed tags is quadratic, and model output is hostile input.
 
 from __future__ import annotations
 
+import json
 from typing import Any, NamedTuple
 
-RESPONSE_FORMATS = ("think", "answer", "raw")
+RESPONSE_FORMATS = ("think", "answer", "raw", "tool")
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
+TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
 
 REASONING_VOCAB = (
     "maybe", "this", "looks", "right", "I", "think", "the", "next", "step", "should", "work", "try",
@@ -71,6 +80,14 @@ def parse_response(text: object, response_format: str = "think") -> ParsedRespon
     if response_format == "raw":
         answer = text.strip()
         return ParsedResponse(ok=True, answer=answer) if answer else _fail("empty response")
+    if response_format == "tool":
+        open_at = text.find(TOOL_CALL_OPEN)
+        if open_at < 0:
+            return _fail(f"missing {TOOL_CALL_OPEN}")
+        if text.find(TOOL_CALL_CLOSE, open_at + len(TOOL_CALL_OPEN)) < 0:
+            return _fail(f"missing {TOOL_CALL_CLOSE} after {TOOL_CALL_OPEN}")
+        answer = text[open_at : text.rfind(TOOL_CALL_CLOSE) + len(TOOL_CALL_CLOSE)]
+        return ParsedResponse(ok=True, thinking=_reasoning_before_call(text[:open_at]), answer=answer)
     if response_format == "answer":
         answer = _find_answer(text, 0)
         if isinstance(answer, ParsedResponse):
@@ -107,7 +124,9 @@ def reasoning_of(response: str, response_format: str) -> str | None:
 
     ``think``: the text between the first ``<think>`` and the first ``</think>`` after it, whether or not a
     well-formed answer follows (Z is measured even on turns whose answer the env rejects); ``answer``: the
-    text before the first ``<answer>``; ``raw`` (and any other format): no reasoning.
+    text before the first ``<answer>``; ``tool``: the text before the first ``<tool_call>`` (the inside of its
+    ``<think>…</think>`` block when it has one), whatever the calls say; ``raw`` (and any other format): no
+    reasoning.
 
     None means the response has no reasoning block (its tags are missing or unclosed, or the format has none);
     ``""`` means the block is there and empty. Records keep the two apart because they are different failures
@@ -124,7 +143,71 @@ def reasoning_of(response: str, response_format: str) -> str | None:
     if response_format == "answer":
         end = response.find(ANSWER_OPEN)
         return response[:end].strip() if end >= 0 else None
+    if response_format == "tool":
+        end = response.find(TOOL_CALL_OPEN)
+        return _reasoning_before_call(response[:end]) if end >= 0 else None
     return None
+
+
+def _reasoning_before_call(before: str) -> str:
+    """The reasoning in the text before a tool call: its ``<think>`` block's inside, else the whole text."""
+    start = before.find(THINK_OPEN)
+    if start >= 0:
+        end = before.find(THINK_CLOSE, start + len(THINK_OPEN))
+        if end >= 0:
+            return before[start + len(THINK_OPEN) : end].strip()
+    return before.strip()
+
+
+def tool_call_bodies(answer: str, limit: int | None = None) -> list[str]:
+    """The stripped bodies of the ``<tool_call>…</tool_call>`` blocks in a tool-format answer, in order, at most
+    ``limit``; text between blocks and an unclosed last block are ignored."""
+    bodies: list[str] = []
+    at = answer.find(TOOL_CALL_OPEN)
+    while at >= 0 and (limit is None or len(bodies) < limit):
+        body_at = at + len(TOOL_CALL_OPEN)
+        close_at = answer.find(TOOL_CALL_CLOSE, body_at)
+        if close_at < 0:
+            break
+        bodies.append(answer[body_at:close_at].strip())
+        at = answer.find(TOOL_CALL_OPEN, close_at + len(TOOL_CALL_CLOSE))
+    return bodies
+
+
+def _load_json(text: str) -> tuple[Any, str]:
+    """``(value, "")`` for JSON text, else ``(None, why not)``; never raises."""
+    try:
+        return json.loads(text), ""
+    except RecursionError:  # the C decoder's guard against deeply nested input
+        return None, "nested too deeply"
+    except json.JSONDecodeError as error:
+        return None, f"not valid JSON ({error.msg} at character {error.pos})"
+    except ValueError as error:  # e.g. an integer too long to convert
+        return None, f"not valid JSON ({str(error)[:80]})"
+
+
+def decode_tool_call(body: str) -> tuple[str, dict[str, Any]] | str:
+    """``(name, arguments)`` of one tool call's JSON body, or the reason it is not a call (never raises).
+
+    The body is ``{"name": str, "arguments": object}``; ``arguments`` may also be a string holding the JSON object
+    (OpenAI's wire form) and may be left out when the tool takes none.
+    """
+    call, error = _load_json(body)
+    if error:
+        return f"the tool call is {error}"
+    if not isinstance(call, dict):
+        return 'a tool call must be a JSON object {"name": ..., "arguments": {...}}'
+    name = call.get("name")
+    if not isinstance(name, str):
+        return 'a tool call needs a "name" string'
+    arguments = call.get("arguments", {})
+    if isinstance(arguments, str):
+        arguments, error = _load_json(arguments) if arguments.strip() else ({}, "")
+        if error:
+            return f'the "arguments" string of tool call {name[:40]!r} is {error}'
+    if not isinstance(arguments, dict):
+        return f'the "arguments" of tool call {name[:40]!r} must be a JSON object'
+    return name, arguments
 
 
 def random_reasoning(rng: Any, vocabulary: tuple[str, ...] = REASONING_VOCAB) -> list[str]:
@@ -159,6 +242,8 @@ def format_response(
     In the ``answer`` format reasoning is optional free text before the tag: ``reasoning_before_answer`` writes a
     non-empty ``thinking`` there on its own line (the scripted agents, whose reasoning is measured); without it the
     ``answer`` format writes the answer block alone (an env's samples and oracle response, fixed per env version).
+    In the ``tool`` format ``answer`` is the tool-call blocks (:func:`ragen_envs.tools.write_tool_calls`), and a
+    non-empty ``thinking`` always precedes them on its own line.
     """
     if response_format == "think":
         return f"{THINK_OPEN}{thinking}{THINK_CLOSE}{ANSWER_OPEN}{answer}{ANSWER_CLOSE}"
@@ -167,16 +252,21 @@ def format_response(
         return f"{thinking}\n{block}" if reasoning_before_answer and thinking else block
     if response_format == "raw":
         return answer
+    if response_format == "tool":
+        return f"{thinking}\n{answer}" if thinking else answer
     raise ValueError(f"response_format must be one of {RESPONSE_FORMATS}, got {response_format!r}")
 
 
 def format_instructions(response_format: str, example_answer: str, separator: str | None = "||") -> str:
-    """The sentence of the system prompt that tells the model how to write its response."""
+    """The sentence of the system prompt that tells the model how to write its response (the tool format's names
+    the env's tools: :func:`ragen_envs.tools.tool_instructions`)."""
     if response_format == "think":
         text = (
             f"Always respond as {THINK_OPEN}your reasoning{THINK_CLOSE}{ANSWER_OPEN}your answer{ANSWER_CLOSE} "
             f"with no other text, e.g. {format_response('...', example_answer, 'think')}"
         )
+    elif response_format == "tool":
+        raise ValueError("the tool format's instructions name the env's tools: use ragen_envs.tools.tool_instructions")
     elif response_format == "answer":
         text = f"Always respond as {ANSWER_OPEN}your answer{ANSWER_CLOSE}, e.g. {format_response('', example_answer, 'answer')}"
     else:

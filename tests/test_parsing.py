@@ -17,6 +17,7 @@ from ragen_envs.parsing import (
     RESPONSE_FORMATS,
     SAMPLE_VOCAB,
     ParsedResponse,
+    decode_tool_call,
     format_instructions,
     format_response,
     normalize_action,
@@ -24,6 +25,7 @@ from ragen_envs.parsing import (
     random_reasoning,
     reasoning_of,
     split_actions,
+    tool_call_bodies,
 )
 
 
@@ -64,6 +66,76 @@ def test_think_format_rejects_with_a_reason(text, error):
     assert not parsed.ok and parsed.error == error and parsed.answer == ""
 
 
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        (
+            'I go up.\n<tool_call>\n{"name": "move"}\n</tool_call>',
+            ParsedResponse(True, "I go up.", '<tool_call>\n{"name": "move"}\n</tool_call>'),
+        ),
+        (
+            "<think>t</think>\n<tool_call>a</tool_call> and <tool_call>b</tool_call> trailing",
+            ParsedResponse(True, "t", "<tool_call>a</tool_call> and <tool_call>b</tool_call>"),
+        ),
+        ("<tool_call>a</tool_call><tool_call>b", ParsedResponse(True, "", "<tool_call>a</tool_call>")),
+        ('{"name": "move"}', ParsedResponse(False, error="missing <tool_call>")),
+        ("<answer>Up</answer>", ParsedResponse(False, error="missing <tool_call>")),
+        ('plan <tool_call>{"name": "move"}', ParsedResponse(False, error="missing </tool_call> after <tool_call>")),
+        ("</tool_call><tool_call>", ParsedResponse(False, error="missing </tool_call> after <tool_call>")),
+    ],
+)
+def test_tool_format(text, parsed):
+    assert parse_response(text, "tool") == parsed
+
+
+@pytest.mark.parametrize(
+    ("answer", "limit", "bodies"),
+    [
+        ("<tool_call> a </tool_call>x<tool_call>b</tool_call>", None, ["a", "b"]),
+        ("<tool_call>a</tool_call><tool_call>b</tool_call><tool_call>c</tool_call>", 2, ["a", "b"]),
+        ("<tool_call>a</tool_call><tool_call>unclosed", None, ["a"]),
+        ("<tool_call></tool_call>", None, [""]),
+        ("<tool_call><tool_call>a</tool_call>", None, ["<tool_call>a"]),
+    ],
+)
+def test_tool_call_bodies(answer, limit, bodies):
+    assert tool_call_bodies(answer, limit) == bodies
+
+
+@pytest.mark.parametrize(
+    ("body", "decoded"),
+    [
+        ('{"name": "move", "arguments": {"direction": "Up"}}', ("move", {"direction": "Up"})),
+        (
+            '{"name": "move", "arguments": "{\\"direction\\": \\"Up\\"}"}',
+            ("move", {"direction": "Up"}),
+        ),  # OpenAI's wire form
+        ('{"name": "move"}', ("move", {})),
+        ('{"name": "move", "arguments": ""}', ("move", {})),
+        ("", "the tool call is not valid JSON (Expecting value at character 0)"),
+        (
+            '{"name": "move",}',
+            "the tool call is not valid JSON (Expecting property name enclosed in double quotes at character 16)",
+        ),
+        ("[" * 100_000, "the tool call is nested too deeply"),
+        (
+            "1" * 5000,
+            "the tool call is not valid JSON (Exceeds the limit (4300 digits) for integer string conversion: value has 5000 di)",
+        ),
+        ("null", 'a tool call must be a JSON object {"name": ..., "arguments": {...}}'),
+        ('{"name": ["move"]}', 'a tool call needs a "name" string'),
+        ('{"name": "move", "arguments": [1]}', "the \"arguments\" of tool call 'move' must be a JSON object"),
+        ('{"name": "move", "arguments": "[1]"}', "the \"arguments\" of tool call 'move' must be a JSON object"),
+        (
+            '{"name": "move", "arguments": "{"}',
+            "the \"arguments\" string of tool call 'move' is not valid JSON (Expecting property name enclosed in double quotes at character 1)",
+        ),
+    ],
+)
+def test_decode_tool_call_never_raises(body, decoded):
+    assert decode_tool_call(body) == decoded
+
+
 def test_answer_and_raw_formats():
     assert parse_response("I think Left.<answer> Left </answer>", "answer") == ParsedResponse(
         ok=True, thinking="I think Left.", answer="Left"
@@ -100,6 +172,12 @@ HUGE_INPUTS = {
     ),
     "3e6 angle brackets": ("<" * 3_000_000, False),
 }
+HUGE_TOOL_INPUTS = {
+    "1e6 tool-call openers": ("<tool_call>" * 1_000_000, False),
+    "1e6 empty calls": ("<tool_call></tool_call>" * 1_000_000, True),
+    "a 1e6-deep call": ("<tool_call>" + "[" * 1_000_000 + "</tool_call>", True),
+    "1e6 near-miss closers": ("<tool_call>" + "</tool_call" * 1_000_000, False),
+}
 
 
 @pytest.mark.parametrize(("text", "ok"), list(HUGE_INPUTS.values()), ids=list(HUGE_INPUTS))
@@ -108,6 +186,17 @@ def test_huge_inputs_parse_in_linear_time(text, ok):
     assert parsed.ok is ok
     for response_format in RESPONSE_FORMATS:
         _finishes(lambda response_format=response_format: parse_response(text, response_format))
+
+
+@pytest.mark.parametrize(("text", "ok"), list(HUGE_TOOL_INPUTS.values()), ids=list(HUGE_TOOL_INPUTS))
+def test_huge_tool_inputs_parse_in_linear_time(text, ok):
+    parsed = _finishes(lambda: parse_response(text, "tool"))
+    assert parsed.ok is ok
+    _finishes(lambda: reasoning_of(text, "tool"))
+    bodies = _finishes(lambda: tool_call_bodies(parsed.answer, 3))
+    assert bool(bodies) is ok
+    for body in bodies:
+        assert isinstance(_finishes(lambda body=body: decode_tool_call(body)), str)  # a reason, never a raise
 
 
 def test_huge_answer_splits_and_keeps_only_the_limit():
@@ -141,9 +230,10 @@ _plain = st.text(alphabet=st.characters(blacklist_characters="<>"), max_size=50)
 @given(_plain, _plain.filter(lambda s: s.strip()))
 def test_format_then_parse_round_trips(thinking, answer):
     for response_format in RESPONSE_FORMATS:
-        parsed = parse_response(format_response(thinking, answer, response_format), response_format)
-        assert parsed.ok and parsed.answer == answer.strip()
-        if response_format == "think":
+        written = f"<tool_call>{answer}</tool_call>" if response_format == "tool" else answer  # a tool answer is calls
+        parsed = parse_response(format_response(thinking, written, response_format), response_format)
+        assert parsed.ok and parsed.answer == written.strip()
+        if response_format in ("think", "tool"):
             assert parsed.thinking == thinking.strip()
 
 
@@ -164,6 +254,13 @@ def test_format_then_parse_round_trips(thinking, answer):
         ("<answer>Left</answer>", "answer", ""),
         ("no tag at all", "answer", None),
         ("<think>a</think><answer>Left</answer>", "raw", None),  # the raw format has no reasoning
+        (' go left \n<tool_call>{"name": "move"}</tool_call>', "tool", "go left"),  # free text before the call
+        ("pre <think> a </think> post <tool_call>x</tool_call>", "tool", "a"),  # its <think> block when it has one
+        ("<think>never closed <tool_call>x</tool_call>", "tool", "<think>never closed"),
+        ("<tool_call>x</tool_call>", "tool", ""),
+        ("plan <tool_call>unclosed", "tool", "plan"),  # Z is measured even when the call fails
+        ("<think>a</think> no call", "tool", None),
+        ("a <tool_call>x</tool_call> b <tool_call>y</tool_call>", "tool", "a"),
         ("<think>a</think>", "unknown", None),
     ],
 )
@@ -255,7 +352,7 @@ def test_each_env_forgives_its_own_punctuation_around_an_action(env_id, accepted
 
 
 def test_format_response_rejects_unknown_formats_and_instructions_name_the_separator():
-    with pytest.raises(ValueError, match=r"response_format must be one of \('think', 'answer', 'raw'\)"):
+    with pytest.raises(ValueError, match=r"response_format must be one of \('think', 'answer', 'raw', 'tool'\)"):
         format_response("t", "a", "xml")
     text = format_instructions("think", "Left || Up")
     assert "<think>...</think><answer>Left || Up</answer>" in text and "' || '" in text

@@ -83,6 +83,11 @@ class EnvHandle:
         """An answer in the env's action syntax, as its instructions show it."""
         return self.env.example_answer
 
+    def write_response(self, thinking: str, answer: str) -> str:
+        """A response in the env's format with reasoning ``thinking`` before ``answer`` (action syntax; tool calls
+        in the tool format): what a scripted agent writes, its reasoning where the MI family reads it."""
+        return self.env.write_response(thinking, answer, reasoning_before_answer=True)
+
     def candidate_actions(self) -> tuple[str, ...]:
         """The action strings the env offers in this state (may be empty for free-form envs)."""
         return tuple(self.env.candidate_actions())

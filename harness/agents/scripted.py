@@ -28,7 +28,6 @@ from ragen_envs.parsing import (
     MAX_REASONING_WORDS,
     MIN_REASONING_WORDS,
     REASONING_VOCAB,
-    format_response,
     random_reasoning,
 )
 
@@ -80,10 +79,7 @@ class RandomAgent(Agent):
             else:  # a free-form env without candidates: answer its example
                 picks, pick_entropy = [env.example_answer], 0.0
             joiner = f" {env.action_separator} " if env.action_separator else " "
-            # the answer format keeps the reasoning before the tag: it is what the MI family scores
-            response = format_response(
-                " ".join(words), joiner.join(picks), env.response_format, reasoning_before_answer=True
-            )
+            response = env.write_response(" ".join(words), joiner.join(picks))
             entropies = (math.log(len(REASONING_VOCAB)),) * k + (pick_entropy,) * len(picks)
             out.append(Generation(_continuation(request.context, response), len(entropies), None, entropies))
         return out
@@ -119,7 +115,7 @@ class OracleAgent(Agent):
             context = request.context
             env = _handle(context, "oracle").env  # the unwrapped env: one attribute walk per request, not three
             thinking, answer = env.oracle()
-            response = format_response(thinking, answer, env.response_format, reasoning_before_answer=True)
+            response = env.write_response(thinking, answer, reasoning_before_answer=True)
             words = len(thinking.split()) + len(answer.split())
             out.append(Generation(_continuation(context, response), words, None, (0.0,) * words))
         return out

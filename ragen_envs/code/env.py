@@ -58,6 +58,7 @@ from ragen_envs import sandbox
 from ragen_envs.code.problems import FAMILIES, Problem, call_text, make_problem
 from ragen_envs.code.verdicts import RunReport, decode_value, run_tests
 from ragen_envs.core import TEXT_CHARSET, ActionResult, TextEnv, check_range
+from ragen_envs.tools import ActionTool
 
 MAX_CODE_CHARS = 64 * 1024
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
@@ -137,6 +138,7 @@ def sanitize(text: str) -> str:
 class CodeExecEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     action_separator = None
+    action_tools = (ActionTool("submit", "Submit the complete code of the function.", "code", "Python source code."),)
     example_answer = "```python\ndef add(a: int, b: int) -> int:\n    return a + b\n```"
 
     def __init__(

@@ -11,6 +11,7 @@ from typing import Any
 
 from ragen_envs.core import ActionResult, TextEnv
 from ragen_envs.math.answers import answers_match, format_number
+from ragen_envs.tools import ActionTool
 
 INCORRECT_RETRY = "Incorrect, try again."
 INCORRECT_FINAL = "Incorrect."
@@ -26,6 +27,9 @@ class SingleAnswerEnv(TextEnv):
 
     action_separator = None
     example_answer = "42"
+    action_tools = (
+        ActionTool("answer", "Submit your final answer.", "answer", "The final answer only.", accepts_numbers=True),
+    )
     answer_hint = "a number (an integer, a decimal or a fraction such as 3/4)"
 
     def __init__(

@@ -44,6 +44,7 @@ from typing import Any
 
 from ragen_envs.core import ActionResult, TextEnv, check_range
 from ragen_envs.math.arith import ExpressionError, evaluate
+from ragen_envs.tools import ActionTool
 
 CORRECT_REWARD = 1.0
 WELL_FORMED_REWARD = 0.1
@@ -251,6 +252,9 @@ class CountdownEnv(TextEnv):  # noqa: D101 (its docstring is the module's, throu
     __doc__ = __doc__
     action_separator = None
     example_answer = "(25 - 7) * 3 - 8"
+    action_tools = (
+        ActionTool("answer", "Submit your expression.", "expression", "An arithmetic expression over the numbers."),
+    )
 
     def __init__(
         self,

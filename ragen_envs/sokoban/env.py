@@ -82,6 +82,7 @@ from ragen_envs.sokoban.render import (
     observation_text,
 )
 from ragen_envs.sokoban.solver import solve
+from ragen_envs.tools import ActionTool
 
 ORACLE_MAX_NODES = 100_000
 # ActionResult is frozen, so the two commonest outcomes are shared instead of rebuilt on every move.
@@ -109,6 +110,9 @@ def _room_shape(room_size: Any) -> tuple[int, int]:
 class SokobanEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     example_answer = "Right || Up"
+    action_tools = (
+        ActionTool("move", "Move the player one cell, pushing a box ahead of it.", "direction", "Where to move.", choices=ACTIONS),
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -233,6 +237,7 @@ class SokobanEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through
         level = self.level
         rows, cols = (level.rows, level.cols) if level else (self.config.rows, self.config.cols)
         symbols = "\n".join(f"{glyph} : {meaning}" for glyph, meaning in SYMBOL_MEANINGS)
+        separated = "" if self.response_format == "tool" else ", separated by ' || '"  # tool calls: one each
         return (
             "You are solving a Sokoban puzzle. You are the player; push every box onto a target.\n"
             "Each action moves you one cell Up, Down, Left or Right. Walking into a box pushes it one cell in the "
@@ -244,7 +249,7 @@ class SokobanEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through
             "Rewards: -0.1 per action, +1 for pushing a box onto a target, -1 for pushing one off, +10 when all "
             "boxes are on targets.\n"
             f"Your available actions are: {', '.join(ACTIONS)}.\n"
-            f"You may give up to {self.max_actions_per_turn} actions per turn, separated by ' || ' (extra ones "
+            f"You may give up to {self.max_actions_per_turn} actions per turn{separated} (extra ones "
             f"are ignored), and you have {self.max_turns} turns, so at most "
             f"{self.max_turns * self.max_actions_per_turn} actions in all."
         )

@@ -43,6 +43,7 @@ import re
 from typing import Any
 
 from ragen_envs.core import ActionResult, TextEnv, check_choice
+from ragen_envs.tools import ActionTool
 from ragen_envs.webshop.catalogue import Product, check_tier
 from ragen_envs.webshop.oracle import next_action
 from ragen_envs.webshop.pages import BACK_TO_SEARCH, PREV_PAGE, Page
@@ -65,6 +66,10 @@ class WebShopEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through
     __doc__ = __doc__
     action_separator = None
     example_answer = "search[waterproof hiking jacket]"
+    action_tools = (
+        ActionTool("search", "Search the store (on a page with a search box).", "query", "The search words.", template="search[{}]"),
+        ActionTool("click", "Click an element the page offers.", "element", "The element's text, e.g. buy now.", template="click[{}]"),
+    )  # fmt: skip
 
     def __init__(
         self,

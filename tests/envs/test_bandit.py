@@ -98,7 +98,7 @@ def test_oracle_picks_the_best_arm():
         ({"risky_prob": -0.01}, r"risky_prob must be in \[0.0, 1.0\]"),
         ({"safe_reward": "a lot"}, r"safe_reward must be a number"),
         ({"max_turns": 0}, r"max_turns must be in \[1, inf\]"),
-        ({"response_format": "json"}, r"response_format must be one of \('think', 'answer', 'raw'\)"),
+        ({"response_format": "json"}, r"response_format must be one of \('think', 'answer', 'raw', 'tool'\)"),
     ],
 )
 def test_bad_arguments_raise_value_error_naming_the_field(kwargs, message):
@@ -117,3 +117,17 @@ def test_golden_bandit_safe_pull():
 
 def test_golden_bandit_raw_format():
     check_golden("bandit_seed3_raw", "ragen/Bandit-v0", 3, ["", "  Gambler  "], response_format="raw")
+
+
+def test_golden_bandit_tool_format():
+    # seed 0: Bedrock (safe) and Jackpot (risky). No call, a misnamed tool, an unknown arm, then the risky pull.
+    def call(name: str, arm: str) -> str:
+        return f'<tool_call>\n{{"name": "{name}", "arguments": {{"arm": "{arm}"}}}}\n</tool_call>'
+
+    responses = [
+        "<answer>Jackpot</answer>",
+        call("pul", "Jackpot"),
+        call("pull", "Lighthouse"),
+        "Bold.\n" + call("pull", "jackpot"),
+    ]
+    check_golden("bandit_seed0_tool", "ragen/Bandit-v0", 0, responses, response_format="tool")

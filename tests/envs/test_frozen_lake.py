@@ -379,3 +379,18 @@ def test_golden_frozen_lake_slippery_answer_format():
 def test_golden_frozen_lake_8x8_truncates():
     responses = [think("Left", "Right")] * 10  # start (2, 3): back and forth on safe ice
     check_golden("frozen_lake_8x8_seed0_truncated", "ragen/FrozenLake-8x8-v0", 0, responses)
+
+
+def test_golden_frozen_lake_tool_format():
+    # seed 10: start (0, 2), goal (3, 0), no holes. Two calls per turn; a wrong argument type; a third call dropped.
+    def calls(*directions: object) -> str:
+        return "".join(
+            f'<tool_call>{{"name": "move", "arguments": {{"direction": {d}}}}}</tool_call>' for d in directions
+        )
+
+    responses = [
+        calls('"Down"', "2"),
+        "<think>down</think>" + calls('"down"', '"Left"', '"Left"'),
+        calls('"Down"', '"Left"'),
+    ]
+    check_golden("frozen_lake_seed10_tool", "ragen/FrozenLake-v0", 10, responses, response_format="tool")
