@@ -4,8 +4,8 @@
     python scripts/gen_env_docs.py --check    # exit 1 and name the stale pages (tests/docs runs this check)
 
 Each page holds the ids registered for the class with their registered kwargs, the class docstring with its
-reStructuredText inline markup turned into Markdown, and the hand-written notes in docs/envs/notes/<page>.md
-when that file exists (measurements and design history belong in docs/benchmarks.md, not here).
+reStructuredText inline markup turned into Markdown, the env's actions as tools (its ``action_tools``, for
+``response_format="tool"``), and the hand-written notes in docs/envs/notes/<page>.md when that file exists (measurements and design history belong in docs/benchmarks.md, not here).
 """
 
 from __future__ import annotations
@@ -97,8 +97,45 @@ def _title(ids: list[tuple[str, dict]]) -> str:
     return ids[0][0].removeprefix("ragen/").split("-")[0]
 
 
+def render_tools(cls: type) -> str:
+    """The page's section on the tool format: each of the env's ``action_tools`` and an example response."""
+    from ragen_envs.parsing import split_actions
+    from ragen_envs.tools import write_tool_calls
+
+    rows = []
+    for tool in cls.action_tools:
+        kind = "string or number" if tool.accepts_numbers else "string"
+        if tool.choices:
+            kind += "; one of " + ", ".join(f"`{choice}`" for choice in tool.choices)
+        plays = tool.template.replace("{}", f"<{tool.parameter}>")
+        rows.append(
+            f"| `{tool.name}` | {tool.description} | `{tool.parameter}` ({kind}): {tool.parameter_description} "
+            f"| `{plays}` |"
+        )
+    example = write_tool_calls(split_actions(cls.example_answer, cls.action_separator), cls.action_tools)
+    several = "one call per action, several per response" if cls.action_separator else "one call per response"
+    return "\n".join(
+        [
+            '## Tools (`response_format="tool"`)',
+            'With `response_format="tool"` the actions are offered as tools (`info["tools"]` and the system prompt)',
+            f"and the response is reasoning, then `<tool_call>` blocks ({several}); each call plays the action in the",
+            "last column. See [the tool format](../contract.md#the-tool-format).",
+            "",
+            "| tool | what it does | argument | action it plays |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+            "A response in the tool format:",
+            "",
+            "```text",
+            f"...your reasoning...\n{example}",
+            "```",
+        ]
+    )
+
+
 def render_page(cls: type, ids: list[tuple[str, dict]]) -> str:
-    """One env's page: registered ids, the docstring as Markdown, then the notes file if any."""
+    """One env's page: registered ids, the docstring as Markdown, its tools, then the notes file if any."""
     doc = inspect.getdoc(cls)
     if not doc:
         raise ValueError(f"{cls.__module__}.{cls.__qualname__} has no docstring: the env docstring is its manual")
@@ -121,6 +158,8 @@ def render_page(cls: type, ids: list[tuple[str, dict]]) -> str:
         "the registered ones.",
         "",
         rst_to_markdown(body).rstrip(),
+        "",
+        render_tools(cls),
     ]
     if notes.exists():
         parts += ["", notes.read_text().rstrip()]

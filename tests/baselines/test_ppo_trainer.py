@@ -408,3 +408,28 @@ def test_train_help_shows_defaults_and_ranges_and_ls_lists_the_train_presets(cap
     assert main(["ls"]) == 0
     listing = capsys.readouterr().out
     assert "train presets" in listing and "cpu-tiny" in listing and "12 iterations" in listing
+
+
+def test_the_tool_format_reaches_the_learners_rollouts_and_its_mi_records(tiny_model_dir, tmp_path):
+    import gymnasium as gym
+
+    from baselines.ppo.diagnostics import episode_records
+    from ragen_envs.parsing import reasoning_of
+
+    cfg = small_config(tiny_model_dir, tmp_path, env_kwargs={"max_turns": 2, "response_format": "tool"}, iterations=1)
+    trainer = Trainer(cfg)
+    episodes = collect_rollouts(trainer.policy, trainer.tokenizer, cfg, 0, [0])
+    env = gym.make(cfg.env_id, **cfg.env_kwargs)
+    for episode in episodes:
+        context = episode.turns[0].context
+        assert "<tools>" in context.messages[0]["content"] and context.prefill == ""  # no <think> prefill
+        env.reset(seed=episode.env_seed)
+        for turn in episode.turns:  # the env the learner stepped judged each response in the tool format
+            assert env.step(turn.response_text)[1] == turn.reward
+    # a tool-format response's reasoning, as the learner's MI reads it
+    episodes[0].turns[0].response_text = 'Dragon is bold.\n<tool_call>{"name": "pull", "arguments": {}}</tool_call>'
+    records = episode_records(episodes, cfg)
+    assert records[0]["turns"][0]["reasoning"] == "Dragon is bold."
+    assert all(t["reasoning"] == reasoning_of(t["response"], "tool") for r in records for t in r["turns"])
+    trainer.train(resume=False)  # and an iteration trains on them
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 1

@@ -131,3 +131,22 @@ def test_train_refuses_an_out_dir_holding_a_different_run(tmp_path, capsys):
     (out / "config.json").write_text("{broken")
     assert main(args) == 2
     assert f"{out / 'config.json'}: not a training config" in _error(capsys)
+
+
+def test_the_tool_format_runs_through_the_harness_with_its_reasoning_measured(tmp_path):
+    kwargs = '{"response_format": "tool"}'
+    common = ["random,oracle", "--env", "ragen/Sokoban-v0", "--episodes", "6", "--samples", "2"]
+    run_dir = _run(tmp_path, *common, "--env-kwargs", kwargs)
+    records, _ = read_episodes(run_dir / "episodes.jsonl")
+    assert len(records) == 2 * 6 * 2 and all(r["env_kwargs"] == {"response_format": "tool"} for r in records)
+    from ragen_envs.parsing import reasoning_of
+
+    for record in records:
+        assert "<tools>" in record["instructions"]
+        for turn in record["turns"]:
+            assert "<tool_call>" in turn["response"] and turn["info"]["action_is_valid"]
+            assert turn["reasoning"] == reasoning_of(turn["response"], "tool") and turn["reasoning"]
+    rows = {r["agent"]: r["metrics"] for r in json.loads((run_dir / "summary.json").read_text())["rows"]}
+    assert rows["oracle"]["success_rate"]["value"] == 1.0
+    assert rows["random"]["first_turn/mi_estimate"]["value"] == 0.0  # input-agnostic words before the calls
+    assert rows["oracle"]["first_turn/mi_estimate"]["value"] > 1.0  # the oracle's reasoning names its state

@@ -213,3 +213,23 @@ def test_untested_trl_minor_names_the_pin(monkeypatch):
         require_trl()
     monkeypatch.setenv("RAGEN_TRL_ANY_VERSION", "1")
     assert require_trl() is trl
+
+
+def test_the_tool_format_passes_through_the_rollout(tmp_path):
+    from ragen_envs.parsing import reasoning_of
+
+    torch.set_num_threads(1)
+    trainer, _, _ = _trainer(tmp_path)
+    kwargs = {"response_format": "tool"}
+    rollout = EnvRollout(ENV, env_kwargs=kwargs, max_turns=2, max_new_tokens=16, seed=3)
+    prompts = [row["prompt"] for row in make_dataset(ENV, [5], env_kwargs=kwargs)] * 2
+    out = rollout(prompts, trainer)
+    assert len(out["prompt_ids"]) == 2
+    assert "<tools>" in trainer.processing_class.decode(out["prompt_ids"][0])
+    assert all(e.turns[0].context.prefill == "" for e in rollout.last.episodes)  # no <think> prefill
+    # the MI callback's records read Z with the tool format's rule
+    from baselines.ppo.diagnostics import episode_records
+
+    records = episode_records(rollout.last.episodes, rollout.settings(trainer, 2))
+    assert all(t["reasoning"] == reasoning_of(t["response"], "tool") for r in records for t in r["turns"])
+    assert out["env_return"] == [e.episode_return for e in rollout.last.episodes]

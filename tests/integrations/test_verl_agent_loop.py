@@ -220,3 +220,18 @@ def test_example_run_composes_with_verls_config(tmp_path):
     assert config["actor_rollout_ref"]["actor"]["clip_ratio_high"] == 0.28
     assert "wandb" in config["trainer"]["logger"]
     assert (tmp_path / "run" / "data" / "train.parquet").exists()
+
+
+def test_the_tool_format_plays_through_the_loop(tiny):
+    from ragen_envs.parsing import reasoning_of
+
+    kwargs = {"max_turns": 2, "response_format": "tool"}
+    (row,) = dataset_rows(ENV, [0], env_kwargs=kwargs, max_new_tokens=24)
+    out, _ = play(tiny, {"raw_prompt": row["prompt"], **row})
+    episode, turns = out.extra_fields["ragen_episode"], out.extra_fields["ragen_turns"]
+    assert "<tools>" in episode["instructions"] and dict(episode["env_kwargs"]) == kwargs
+    assert turns and all(t["prefill"] == "" and t["reasoning"] == reasoning_of(t["response"], "tool") for t in turns)
+    env = gym.make(ENV, **kwargs)
+    env.reset(seed=0)
+    for turn in turns:  # the loop's env judged each response in the tool format
+        assert env.step(turn["response"])[1] == turn["reward"]

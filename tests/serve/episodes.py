@@ -21,10 +21,10 @@ def responses(env: gym.Env, turn: int) -> str:
     return env.unwrapped.oracle_response()
 
 
-def lockstep(env_id: str, seed: int, remote, max_turns: int = 40) -> tuple[str, str]:
-    """Play one episode on ``gym.make(env_id)`` and on ``remote`` (a Client) with the same responses; return both
-    transcripts as JSON text."""
-    env = gym.make(env_id)
+def lockstep(env_id: str, seed: int, remote, max_turns: int = 40, **kwargs) -> tuple[str, str]:
+    """Play one episode on ``gym.make(env_id, **kwargs)`` and on ``remote`` (a Client of a server given the same
+    kwargs) with the same responses; return both transcripts as JSON text."""
+    env = gym.make(env_id, **kwargs)
     env.action_space.seed(seed)
     local = [env.reset(seed=seed)]
     served = [remote.reset(seed=seed)]

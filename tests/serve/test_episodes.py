@@ -44,6 +44,23 @@ def test_served_episodes_equal_in_process_ones(servers, env_id):
     assert turns >= min(2, gym.make(env_id).unwrapped.max_turns) * len(SEEDS)
 
 
+def test_the_tool_format_is_served_like_any_env_kwarg():
+    kwargs = {"response_format": "tool"}
+    server = Server("ragen/Sokoban-v0", "--env-kwargs", json.dumps(kwargs))
+    try:
+        server.wait()
+        with Client(server.url) as remote:
+            _, info = remote.reset(seed=0)
+            assert [tool["function"]["name"] for tool in info["tools"]] == ["move"] and "<tools>" in info[
+                "instructions"
+            ]
+            for seed in SEEDS:  # random and oracle turns are tool calls, junk is refused
+                local, served = lockstep("ragen/Sokoban-v0", seed, remote, **kwargs)
+                assert served == local and '"action_is_valid": true' in local
+    finally:
+        server.stop()
+
+
 def test_many_concurrent_sessions_each_get_their_own_episode(sokoban_server):
     sessions = 32  # of the server's default 64
     server = sokoban_server
