@@ -73,6 +73,7 @@ from ragen_envs.searchqa.retrieval import (
     bm25_retriever,
     format_results,
 )
+from ragen_envs.tools import ActionTool
 
 RETRIEVERS = ("bm25", "dense")
 VERBS = ("search", "finish")
@@ -127,6 +128,10 @@ class SearchQAEnv(TextEnv):  # noqa: D101 (its docstring is the module's, throug
     __doc__ = __doc__
     action_separator = None
     example_answer = "search[The Silent Harbor]"
+    action_tools = (
+        ActionTool("search", "Search the passages; returns the top 5.", "query", "The search words.", template="search[{}]"),
+        ActionTool("finish", "Give the final answer; ends the episode.", "answer", "The answer only.", template="finish[{}]", accepts_numbers=True),
+    )  # fmt: skip
 
     def __init__(
         self,
