@@ -71,6 +71,13 @@ def _encode(value: Any, path: str, tensors: dict[str, torch.Tensor], seen: dict[
     raise TypeError(f"checkpoint state at {path or '<root>'} is a {type(value).__name__}, which has no JSON form")
 
 
+def _is_pair(item: Any) -> bool:
+    """A ``[key, value]`` entry of an encoded dict, with a key a dict may have."""
+    return (
+        isinstance(item, list) and len(item) == 2 and isinstance(item[0], (str, int)) and not isinstance(item[0], bool)
+    )
+
+
 def _decode(value: Any, tensors: dict[str, torch.Tensor]) -> Any:
     if isinstance(value, list):
         return [_decode(v, tensors) for v in value]
@@ -79,7 +86,7 @@ def _decode(value: Any, tensors: dict[str, torch.Tensor]) -> Any:
     tag, body = next(iter(value.items())) if len(value) == 1 else (None, None)
     if tag == "t" and isinstance(body, str) and body in tensors:
         return tensors[body]
-    if tag == "d" and isinstance(body, list) and all(isinstance(p, list) and len(p) == 2 for p in body):
+    if tag == "d" and isinstance(body, list) and all(_is_pair(p) for p in body):
         return {k: _decode(v, tensors) for k, v in body}
     if tag == "u" and isinstance(body, list):
         return tuple(_decode(v, tensors) for v in body)
@@ -109,13 +116,13 @@ def load(path: Path) -> dict[str, Any]:
                 raise CheckpointError(f"{path} is not a learner checkpoint (no {FORMAT_KEY}={FORMAT} in its header)")
             tensors = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118 - safe_open is not a Mapping
         skeleton = json.loads(metadata[STATE_KEY])
-    except (SafetensorError, OSError, KeyError, ValueError) as error:
+        state = _decode(skeleton, tensors)
+    except (SafetensorError, OSError, KeyError, ValueError, RecursionError) as error:
         if isinstance(error, CheckpointError):
             raise
         raise CheckpointError(
             f"{path} is not a readable learner checkpoint ({error}); pass --fresh to start over"
         ) from None
-    state = _decode(skeleton, tensors)
     if not isinstance(state, dict):
         raise CheckpointError(f"{path} holds no state dict")
     return state

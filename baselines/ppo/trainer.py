@@ -239,12 +239,18 @@ class Trainer:
                 raise checkpoint.CheckpointError(checkpoint.legacy_message(self.out_dir))
             return False
         state = checkpoint.load(self.checkpoint_path)
-        self.policy.load_state_dict(state["policy"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        if self.critic is not None and state["critic"] is not None:
-            self.critic.load_state_dict(state["critic"])
-            self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        self.next_iteration = state["next_iteration"]
+        try:
+            self.policy.load_state_dict(state["policy"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            if self.critic is not None and state["critic"] is not None:
+                self.critic.load_state_dict(state["critic"])
+                self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+            self.next_iteration = int(state["next_iteration"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as error:  # another model's, or a forged one
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise checkpoint.CheckpointError(
+                f"{self.checkpoint_path} does not fit this run ({first[:200]}); pass --fresh to start over"
+            ) from None
         if self.writer is not None:
             self.writer.truncate_after(self.next_iteration - 1)
         return True

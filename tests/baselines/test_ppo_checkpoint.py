@@ -81,6 +81,32 @@ def test_a_planted_pickle_in_the_run_folder_runs_nothing(tiny_model_dir, tmp_pat
     assert not marker.exists()
 
 
+def test_forged_safetensors_checkpoints_are_one_line_errors(tiny_model_dir, tmp_path):
+    from safetensors.torch import save_file
+
+    out = tmp_path / "run"
+    trainer = Trainer(small_config(tiny_model_dir, out, iterations=1))
+    path = out / checkpoint.FILENAME
+    deep = "[" * 100_000 + "]" * 100_000
+    forged = {
+        "maximum recursion depth": ({"x": torch.zeros(1)}, {checkpoint.FORMAT_KEY: checkpoint.FORMAT, checkpoint.STATE_KEY: deep}),
+        "unknown entry": ({"x": torch.zeros(1)}, {checkpoint.FORMAT_KEY: checkpoint.FORMAT, checkpoint.STATE_KEY: '{"d": [[[1], 2]]}'}),
+        "not a learner checkpoint": ({"x": torch.zeros(1)}, {}),
+    }  # fmt: skip
+    for expected, (tensors, metadata) in forged.items():
+        save_file(tensors, str(path), metadata=metadata)
+        with pytest.raises(checkpoint.CheckpointError, match=expected) as caught:
+            trainer.resume()
+        assert "\n" not in str(caught.value)
+    for state in (
+        {"next_iteration": 1},
+        {"next_iteration": 1, "policy": {"model.embed_tokens.weight": torch.zeros(2)}},
+    ):
+        checkpoint.save(path, state)
+        with pytest.raises(checkpoint.CheckpointError, match="does not fit this run"):
+            trainer.resume()
+
+
 def test_an_earlier_checkpoint_is_one_line_from_the_cli_and_migrates(tiny_model_dir, tmp_path):
     out = tmp_path / "run"
     config = small_config(tiny_model_dir, out, iterations=1, checkpoint_every=1)
