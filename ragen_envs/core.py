@@ -303,9 +303,9 @@ class TextEnv(gym.Env[str, str]):
     @property
     def instructions(self) -> str:
         """The system prompt: the env's rules plus how to format a response (in the tool format, the tools)."""
-        if self.response_format == "tool":
+        if self.response_format == "tool":  # a blank line before "# Tools", as Qwen2.5's template writes it
             example = split_actions(self.example_answer, self.action_separator)
-            how = tool_instructions(self.action_tools, example, several=self.action_separator is not None)
+            how = "\n" + tool_instructions(self.action_tools, example, several=self.action_separator is not None)
         else:
             how = format_instructions(self.response_format, self.example_answer, self.action_separator)
         return f"{self._instructions().rstrip()}\n{how}"

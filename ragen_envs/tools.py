@@ -162,8 +162,9 @@ def write_tool_calls(actions: Sequence[str], tools: Sequence[ActionTool]) -> str
 
 
 def tool_instructions(tools: Sequence[ActionTool], example_actions: Sequence[str], several: bool) -> str:
-    """The system prompt's tool section: the schemas in ``<tools>`` and the call format, as Qwen2.5's template
-    writes them, then an example response and whether a response may hold several calls."""
+    """The system prompt's tool section (it follows the env's rules after a blank line): the schemas in ``<tools>``
+    and the call format in the words of Qwen2.5's template, then whether a response may hold several calls and
+    an example response."""
     schemas = "\n".join(json.dumps(schema, ensure_ascii=False) for schema in tool_schemas(tools))
     count = (
         "You may make several calls in one response; they are played in order."
@@ -172,7 +173,8 @@ def tool_instructions(tools: Sequence[ActionTool], example_actions: Sequence[str
     )
     return (
         "# Tools\n\n"
-        "You act by calling tools. You are provided with function signatures within <tools></tools> XML tags:\n"
+        "You may call one or more functions to assist with the user query.\n\n"
+        "You are provided with function signatures within <tools></tools> XML tags:\n"
         f"<tools>\n{schemas}\n</tools>\n\n"
         "For each function call, return a json object with function name and arguments within "
         f"{TOOL_CALL_OPEN}{TOOL_CALL_CLOSE} XML tags:\n"
