@@ -3,8 +3,8 @@ one-line :class:`EndpointError` (or :class:`ScoringUnavailable` for a server wit
 the request's deadline and the reply cap, never in another exception.
 
 The endpoints are raw sockets on 127.0.0.1 speaking just enough HTTP/1.1; each connection is served by a
-thread that gives up after ``CONNECTION_LIFETIME_S`` whatever the client does, and the server stops at the
-end of its test.
+thread that gives up after ``CONNECTION_LIFETIME_S`` whatever the client does, at most ``MAX_CONNECTIONS`` at
+once (more are closed on accept), and the server stops at the end of its test.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from harness.agents.openai_api import EndpointConfig, EndpointError, OpenAIAgent
 
 CONTEXT = Context(({"role": "user", "content": "Which arm?"},), "<think>")
 CONNECTION_LIFETIME_S = 15.0
+MAX_CONNECTIONS = 16
 GOOD = {
     "choices": [
         {
@@ -65,6 +66,7 @@ class HostileServer:
         self.listener.settimeout(0.2)
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1"
         self.stopping = threading.Event()
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
 
@@ -76,6 +78,9 @@ class HostileServer:
                 continue
             except OSError:
                 return
+            if not self.slots.acquire(blocking=False):
+                conn.close()
+                continue
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
@@ -88,6 +93,7 @@ class HostileServer:
             pass  # the client hung up: what the agent is meant to do
         finally:
             conn.close()
+            self.slots.release()
 
     def send(self, conn: socket.socket, data: bytes) -> None:
         conn.sendall(data)
