@@ -132,6 +132,50 @@ def test_every_backend_gives_the_same_verdict(backends, name, code, stdin, limit
     assert verdicts == dict.fromkeys(verdicts, expected), details
 
 
+COUNT_FILES = """
+import os
+opened = []
+try:
+    while True:
+        opened.append(os.open('/dev/null', os.O_RDONLY))
+except OSError:
+    pass
+print(len(opened))
+"""
+
+COUNT_THREADS = """
+import threading
+event, started = threading.Event(), []
+try:
+    while True:
+        thread = threading.Thread(target=event.wait)
+        thread.start()
+        started.append(thread)
+except RuntimeError:
+    pass
+event.set()
+print(len(started))
+"""
+
+# (name, program, limits, what it prints on every backend)
+MEASURES = [
+    ("descriptors under open_files=32 (0, 1, 2 are taken)", COUNT_FILES, Limits(open_files=32), "29"),
+    ("threads beside the main one under processes=8", COUNT_THREADS, Limits(processes=8), "7"),
+]
+
+
+@pytest.mark.parametrize(("name", "code", "limits", "expected"), MEASURES, ids=[m[0] for m in MEASURES])
+def test_every_backend_measures_the_same(backends, name, code, limits, expected):
+    if cgroups.detect() is None and "threads" in name:
+        pytest.skip("without a cgroup the process limit is RLIMIT_NPROC alone")
+    printed = {
+        backend_name: backend.run(code, "", limits).stdout.strip()
+        for backend_name, backend in backends.items()
+        if not isinstance(backend, str)
+    }
+    assert printed == dict.fromkeys(printed, expected)
+
+
 def test_docker_leg(backends):
     """Says, in the test report, whether the comparison included Docker."""
     if "docker: skipped" in backends:
