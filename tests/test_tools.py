@@ -203,3 +203,18 @@ def test_the_oracle_agent_scores_its_own_tool_format_reasoning():
     (score,) = agent.score([context], [reasoning_of(generation.text, "tool")])
     assert score.logprob_sum == 0.0
     env.close()
+
+
+def test_the_prompts_tool_list_is_what_a_chat_template_renders_from_info_tools():
+    transformers = pytest.importorskip("transformers")
+    from pathlib import Path
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(Path(__file__).parents[1] / "baselines" / "tiny" / "model")
+    # the loop of Qwen2.5's template that lists the tools, rendered by transformers' own chat-template engine
+    tokenizer.chat_template = '{%- for tool in tools %}{{- "\\n" }}{{- tool | tojson }}{%- endfor %}'
+    for env_id in ("ragen/Sokoban-v0", "ragen/WebShop-v0", "ragen/MathWord-v0"):
+        env = gym.make(env_id, response_format="tool")
+        _, info = env.reset(seed=0)
+        listed = tokenizer.apply_chat_template([{"role": "user", "content": "x"}], tools=info["tools"], tokenize=False)
+        assert f"<tools>{listed}\n</tools>" in info["instructions"]
+        env.close()
