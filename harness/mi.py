@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -240,6 +241,9 @@ def collapse_for(
             out[scheme] = str(exc)
         except ValueError as exc:  # the scores cannot support the family (e.g. -inf under a reasoning's own prompt)
             out[scheme] = f"the MI family could not be computed from {agent.spec!r}'s scores: {exc}"
+        except Exception as exc:  # the agent failed while scoring (out of memory, a backend error): this batch only
+            out[scheme] = f"scoring with {agent.spec!r} failed: {type(exc).__name__}: {exc}"
+            warnings.warn(f"{episodes[0]['env_id']} {scheme}: {out[scheme]}", stacklevel=2)
     return out
 
 

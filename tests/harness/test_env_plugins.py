@@ -104,3 +104,28 @@ def test_one_cell_whose_mi_fails_is_unavailable_and_the_run_finishes(tmp_path, c
     assert "-inf under their own prompt" in broken["trajectory/mi_estimate"]["unavailable"]
     fine = next(r["metrics"] for r in rows if r["agent"] == "random")
     assert fine["trajectory/mi_estimate"]["value"] == 0.0 and (out / "m" / "report.md").exists()
+
+
+class _CrashingScorer(RandomAgent):
+    """A random agent whose scoring backend fails (as a GPU out of memory would)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spec = "crash"
+
+    def score_matrix(self, contexts, texts, wanted=None):
+        raise RuntimeError("CUDA out of memory")
+
+
+def test_an_agent_whose_scoring_crashes_loses_only_its_mi(tmp_path, monkeypatch):
+    from harness.agents import registry as agents
+
+    monkeypatch.setattr(agents, "_AGENTS", dict(agents._AGENTS))
+    register_agent("crash", lambda argument, options: _CrashingScorer(), "scoring fails")
+    out = tmp_path / "runs"
+    args = ["run", "crash", "--env", "ragen/Bandit-v0", "--episodes", "4", "--samples", "2"]
+    with pytest.warns(UserWarning, match="CUDA out of memory"):
+        assert main([*args, "--out", str(out), "--run-id", "c", "--quiet", "--no-plots"]) == 0
+    metrics = json.loads((out / "c" / "summary.json").read_text())["rows"][0]["metrics"]
+    assert "RuntimeError: CUDA out of memory" in metrics["first_turn/mi_estimate"]["unavailable"]
+    assert metrics["success_rate"]["value"] is not None
