@@ -212,10 +212,18 @@ def format_table(summary: dict[str, Any], wide: bool = False, width: int = TABLE
     """The end-of-run table (plain text, aligned) and its notes. The default table fits ``width`` characters:
     the metrics a reader compares first, env ids and agent specs shortened with '…' when needed; ``wide`` shows
     every column at full length."""
-    header, body = table_header(wide), table_rows(summary, wide)
+    lines = aligned(table_header(wide), table_rows(summary, wide), None if wide else width)
+    notes = [textwrap.fill(note, width, subsequent_indent="  ") for note in table_notes(summary)]
+    return "\n".join([*lines, *notes])
+
+
+def aligned(header: Sequence[str], body: Sequence[Sequence[str]], width: int | None) -> list[str]:
+    """Header, rule and rows as aligned text. With ``width``, the first two columns (env id, agent spec) give way
+    when the rows are wider: the agent spec first (cut at its start: checkpoints differ at the end), then the env
+    id, each down to 8 characters."""
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    excess = sum(widths) + 2 * (len(widths) - 1) - width
-    if not wide and excess > 0:  # the agent spec (a checkpoint path) gives way first, then the env id; each keeps 8
+    excess = sum(widths) + 2 * (len(widths) - 1) - (width or 0)
+    if width is not None and excess > 0:
         for column in (1, 0):
             cut = min(excess, max(widths[column] - 8, 0))
             widths[column] -= cut
@@ -223,8 +231,7 @@ def format_table(summary: dict[str, Any], wide: bool = False, width: int = TABLE
         body = [[shorten(r[0], widths[0]), shorten(r[1], widths[1], keep_end=True), *r[2:]] for r in body]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in [header, *body]]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    notes = [textwrap.fill(note, width, subsequent_indent="  ") for note in table_notes(summary)]
-    return "\n".join(lines + notes)
+    return lines
 
 
 def _markdown_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
@@ -565,22 +572,25 @@ COMPARE_KEYS = ("success_rate", "trajectory/mi_estimate", "trajectory/retrieval_
 
 
 def compare(run_dirs: Sequence[Path], out: Path | None = None, stream: Any = None) -> str:
-    """Side-by-side tables (and, with ``out``, report.md and plots) of several runs."""
+    """Runs side by side: one row per env, agent and run that has it (runs labelled a, b, …, named under the table), aligned
+    in 120 columns on ``stream``; with ``out``, report.md (the same as a Markdown table) and the MI-vs-entropy plot."""
     stream = stream or sys.stdout
     summaries = [(Path(d).name, load_summary(Path(d))) for d in run_dirs]
+    labels = [chr(ord("a") + i) if i < 26 else str(i + 1) for i in range(len(summaries))]
     keys = list(dict.fromkeys((r["env_id"], r["agent"]) for _, s in summaries for r in s["rows"]))
-    header = ["env", "agent"] + [f"{key.rpartition('/')[2]} [{name}]" for key in COMPARE_KEYS for name, _ in summaries]
+    header = ["env", "agent", "run", *(key.rpartition("/")[2] for key in COMPARE_KEYS)]
     body = []
     for env_id, agent in keys:
-        cells = [env_id, agent]
-        for key in COMPARE_KEYS:
-            for _, summary in summaries:
-                row = next((r for r in summary["rows"] if (r["env_id"], r["agent"]) == (env_id, agent)), None)
-                cells.append(
-                    _fmt(row["metrics"].get(key), 3, key in ("success_rate", "trajectory/mi_estimate")) if row else "—"
-                )
-        body.append(cells)
-    text = _markdown_table(header, body)
+        for label, (_, summary) in zip(labels, summaries, strict=True):
+            row = next((r for r in summary["rows"] if (r["env_id"], r["agent"]) == (env_id, agent)), None)
+            if row is None:  # this run did not roll this agent out on this env
+                continue
+            cells = [_fmt(row["metrics"].get(key), 3, key in ("success_rate", "trajectory/mi_estimate"), "±")
+                     for key in COMPARE_KEYS]  # fmt: skip
+            body.append([env_id, agent, label, *cells])
+    legend = [f"{label}: {name}" for label, (name, _) in zip(labels, summaries, strict=True)]
+    legend.append("± one standard error; mi_estimate, retrieval_accuracy, mi_zscore: trajectory-uniform pairs")
+    text = "\n".join([*aligned(header, body, TABLE_WIDTH), *legend])
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         names = []
@@ -592,7 +602,7 @@ def compare(run_dirs: Sequence[Path], out: Path | None = None, stream: Any = Non
         except ImportError as exc:
             _warn_missing("plots", exc)
         runs = ", ".join(f"`{name}`" for name, _ in summaries)
-        doc = [f"# Runs side by side: {runs}", "", text]
+        doc = [f"# Runs side by side: {runs}", "", _markdown_table(header, body), "", *(f"{line}  " for line in legend)]
         doc += [""] + [f"![{n}]({n})" for n in names]
         (out / "report.md").write_text("\n".join(doc) + "\n", encoding="utf-8")
     stream.write(text + "\n")

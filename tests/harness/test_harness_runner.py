@@ -209,7 +209,12 @@ def test_report_side_by_side(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", str(a), str(b), "--out", str(tmp_path / "cmp")]) == 0
     table = capsys.readouterr().out
-    assert "success_rate [a]" in table and "mi_estimate [b]" in table and "random" in table and "oracle" in table
+    header = table.splitlines()[0].split()
+    assert header == ["env", "agent", "run", "success_rate", "mi_estimate", "retrieval_accuracy", "mi_zscore",
+                      "token_entropy"]  # fmt: skip
+    assert f"a: {a.name}" in table and f"b: {b.name}" in table and max(map(len, table.splitlines())) <= 120
+    rows = [line.split()[1:3] for line in table.splitlines()[2:] if line.startswith("ragen/")]
+    assert rows == [["random", "a"], ["oracle", "b"]]  # each run's own rows
     assert (tmp_path / "cmp" / "report.md").exists() and (tmp_path / "cmp" / "mi_entropy.png").exists()
     assert main(["report", str(a)]) == 0 and (a / "success.png").exists()
 

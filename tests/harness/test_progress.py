@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import select
 import time
 
 import pytest
@@ -39,7 +40,16 @@ def test_bars_are_drawn_on_a_terminal_that_reports_no_size():
         bar.advance("random", 3)
         bar.advance("tiny", 1)
         bar.close()
-    text = os.read(master, 65536).decode("utf-8", "replace")
+    chunks = []  # a pseudo-terminal hands its output over in pieces: read until nothing more is waiting
+    while select.select([master], [], [], 0.5)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the other end is closed and drained
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    text = b"".join(chunks).decode("utf-8", "replace")
     os.close(master)
     assert "random: 100%" in text and "3/3 episodes" in text and "tiny  : 100%" in text
 
