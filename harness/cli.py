@@ -5,6 +5,7 @@ harness run random --env ragen/Bandit-v0 --episodes 256 --samples 8 --workers 2 
 harness run hf:/path/to/checkpoint --env ragen/FrozenLake-v0 --temperature 1.0
 harness run --resume runs/<run-id>                    # after Ctrl-C, a crash or kill -9
 harness run random --env ragen/FrozenLake-v0 --env-kwargs '{"slip": 0.2}' --threads 2
+harness run hf:/path/to/checkpoint --response-format tool   # every env's actions as tool calls
 harness report runs/<a> runs/<b>                      # side by side
 harness ls                                            # envs, agents, metrics, presets
 harness run hf:/path/to/checkpoint --suite official   # the leaderboard's evaluation split
@@ -39,6 +40,7 @@ from harness.config import (
 )
 from harness.threads import threads_argument
 from ragen_envs import resolve_env_id
+from ragen_envs.parsing import RESPONSE_FORMATS
 
 
 def _context_turns(text: str) -> int | None:
@@ -85,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="keyword arguments for one env's gym.make, e.g. 'ragen/Sokoban-v0={\"difficulty\": 3}' (repeatable; "
         "without ENV= the run must have one env); recorded in config.json",
     )
+    run.add_argument(
+        "--response-format", choices=RESPONSE_FORMATS, default=None,
+        help="every env's response format: think (the envs' default), answer, raw, or tool (actions as tool calls; "
+        "docs/contract.md); added to each env's kwargs, where an env's own --env-kwargs value wins",
+    )  # fmt: skip
     run.add_argument("--seed-start", type=int, default=0, help="first env seed (default 0)")
     run.add_argument("--seed", type=int, default=0, help="run seed for agent sampling (default 0)")
     run.add_argument(
@@ -235,6 +242,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         env_ids = [resolve_env_id(n) for n in env_names] or ragen_envs.registered_ids()
     env_ids = list(dict.fromkeys(env_ids))
     kwargs = env_kwargs_from_args(args.env_kwargs, env_ids)
+    if args.response_format is not None:
+        kwargs = {env_id: {"response_format": args.response_format, **kwargs.get(env_id, {})} for env_id in env_ids}
     plans = []
     for env_id in env_ids:
         episodes, samples = baseline_plan(env_id) if preset else (32, 4)
@@ -294,6 +303,9 @@ def check_resume_flags(args: argparse.Namespace, given: dict[str, str], recorded
     if "env" in given:
         wanted = sorted({resolve_env_id(n) for chunk in args.env for n in chunk.split(",") if n})
         same["env"] = (",".join(wanted), ",".join(sorted(plan.env_id for plan in plans)))
+    if "response_format" in given:
+        formats = sorted({str(plan.kwargs.get("response_format", "the env's default")) for plan in plans})
+        same["response_format"] = (args.response_format, formats[0] if len(formats) == 1 else formats)
     if "env_kwargs" in given:
         ids = [plan.env_id for plan in plans]
         asked = env_kwargs_from_args(args.env_kwargs, ids)

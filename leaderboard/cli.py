@@ -68,7 +68,8 @@ def suite_config_from_args(args: argparse.Namespace, **options):
 
     clashes = [flag for flag, value in (("--env", args.env), ("--episodes", args.episodes),
                ("--samples", args.samples), ("--seed-start", args.seed_start or None),
-               ("--env-kwargs", getattr(args, "env_kwargs", None))) if value]  # fmt: skip
+               ("--env-kwargs", getattr(args, "env_kwargs", None)),
+               ("--response-format", getattr(args, "response_format", None))) if value]  # fmt: skip
     if clashes:
         raise ValueError(f"--suite fixes envs, kwargs, seeds and samples: drop {', '.join(clashes)}")
     agents = [spec for spec in args.what.split(",") if spec]

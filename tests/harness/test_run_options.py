@@ -133,6 +133,28 @@ def test_train_refuses_an_out_dir_holding_a_different_run(tmp_path, capsys):
     assert f"{out / 'config.json'}: not a training config" in _error(capsys)
 
 
+def test_response_format_reaches_every_env_is_recorded_and_checked_on_resume(tmp_path, capsys):
+    common = ["random", "--env", "ragen/Bandit-v0,ragen/WebShop-v0", "--episodes", "2", "--samples", "1"]
+    web = 'ragen/WebShop-v0={"response_format": "answer", "tier": "1k"}'  # an env's own kwargs win
+    run_dir = _run(tmp_path, *common, "--response-format", "tool", "--env-kwargs", web, "--mi-samples", "0")
+    records, _ = read_episodes(run_dir / "episodes.jsonl")
+    kwargs = {r["env_id"]: r["env_kwargs"] for r in records}
+    assert kwargs == {"ragen/Bandit-v0": {"response_format": "tool"},
+                      "ragen/WebShop-v0": {"response_format": "answer", "tier": "1k"}}  # fmt: skip
+    for record in records:
+        tool = record["env_id"] == "ragen/Bandit-v0"
+        assert all(("<tool_call>" in t["response"]) is tool and t["info"]["action_is_valid"] for t in record["turns"])
+    capsys.readouterr()
+    assert main(["run", "--resume", str(run_dir), "--response-format", "think", "--quiet"]) == 2
+    assert "--response-format think contradicts the run's config.json" in _error(capsys)
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "random", "--response-format", "json", "--out", str(tmp_path), "--quiet"])
+    assert exited.value.code == 2
+    assert "argument --response-format: invalid choice: 'json'" in _error(capsys)
+    assert main(["run", "random", "--suite", "official", "--response-format", "tool", "--out", str(tmp_path)]) == 2
+    assert "drop --response-format" in _error(capsys)
+
+
 def test_the_tool_format_runs_through_the_harness_with_its_reasoning_measured(tmp_path):
     kwargs = '{"response_format": "tool"}'
     common = ["random,oracle", "--env", "ragen/Sokoban-v0", "--episodes", "6", "--samples", "2"]
