@@ -23,7 +23,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--step-timeout", type=float, default=120.0, help="seconds one reset or step may take")
     p.add_argument("--send-timeout", type=float, default=30.0, help="seconds a reply may wait for a slow reader")
     p.add_argument("--max-message-bytes", type=int, default=1 << 20, help="largest request answered")
+    p.add_argument("--request-timeout", type=float, default=10.0, help="seconds from connecting to a complete request")
+    p.add_argument("--max-connections", type=int, default=None, help="connections at once (default 2*sessions+32)")
+    p.add_argument("--max-connections-per-peer", type=int, default=None, help="from one address (default sessions+8)")
+    p.add_argument(
+        "--allow-origin", action="append", default=[], help="a browser origin allowed to connect (repeatable)"
+    )
+    p.add_argument("--allow-host", action="append", default=[], help="a Host name besides the address (repeatable)")
+    p.add_argument("--token-file", default=None, help="file holding a bearer token; required beyond loopback")
     return p.parse_args(argv)
+
+
+def read_token(path: str) -> str:
+    """The bearer token in the file at ``path`` (surrounding whitespace dropped); ``ValueError`` with one line."""
+    from ragen_envs.serve.guard import check_token
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            return check_token(f.read(4097).strip())
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"--token-file {path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+    except ValueError as e:
+        raise ValueError(f"--token-file {path}: {e}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,6 +73,12 @@ def main(argv: list[str] | None = None) -> int:
             step_timeout=args.step_timeout,
             send_timeout=args.send_timeout,
             max_message_bytes=args.max_message_bytes,
+            request_timeout=args.request_timeout,
+            max_connections=args.max_connections,
+            max_connections_per_peer=args.max_connections_per_peer,
+            allow_origins=tuple(args.allow_origin),
+            allow_hosts=tuple(args.allow_host),
+            token=read_token(args.token_file) if args.token_file else None,
         )
         config = dataclasses.replace(config, env_id=check_env(config))
     except ImportError as e:
@@ -62,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         serve(config)
+    except ValueError as e:  # the connection caps do not fit the descriptor limit
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except OSError as e:  # the port is taken, the address is not this machine's
         print(f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
         return 2

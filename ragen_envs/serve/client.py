@@ -49,6 +49,7 @@ def ws_url(url: str) -> str:
 class Client:
     """One session (one env) on a ``python -m ragen_envs.serve`` server.
 
+    ``token``: the server's bearer token (``--token-file``), sent as ``Authorization: Bearer <token>``.
     ``timeout``: seconds to wait for each answer. The default outlasts the server's own worst case (up to
     ``--step-timeout`` waiting for the env thread plus as long running, 120 s each by default), so a slow step
     reaches the client as the server's ``BUSY``/``TIMEOUT`` with its reason rather than as a client timeout.
@@ -61,8 +62,9 @@ class Client:
         timeout: float = 300.0,
         connect_timeout: float = 10.0,
         max_message_bytes: int = 64 << 20,
+        token: str | None = None,
     ) -> None:
-        from websockets.exceptions import InvalidHandshake, InvalidURI
+        from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
         from websockets.sync.client import connect
 
         self.url = ws_url(url)
@@ -75,9 +77,13 @@ class Client:
                 close_timeout=2.0,
                 max_size=max_message_bytes,
                 compression=None,  # loopback and LAN: deflate costs more CPU than it saves
+                additional_headers={"Authorization": f"Bearer {token}"} if token is not None else None,
             ).__enter__()
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as e:
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e) or type(e).__name__
+            if isinstance(e, InvalidStatus):  # the server's refusal says why (Host, Origin, token, too many)
+                said = e.response.body.decode("utf-8", "replace")[:300] if e.response.body else ""
+                reason = f"HTTP {e.response.status_code}{': ' + said if said else ''}"
             raise ServerGone(
                 f"Cannot open a session at {self.url}: {reason}. Is `python -m ragen_envs.serve` running there?"
             ) from None

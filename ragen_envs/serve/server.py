@@ -17,6 +17,9 @@ waits longer than ``step_timeout`` for its turn on the env thread is not run and
 session goes on); a reply the client does not read within ``send_timeout`` ends the session; messages over
 ``max_message_bytes`` are answered ``MESSAGE_TOO_LARGE`` and dropped, and frames over 16 times that are
 refused by the WebSocket layer itself (close code 1009).
+
+Who may connect, and connections that never speak: :mod:`ragen_envs.serve.guard` (Host, Origin and token
+checks before any route; connection caps and a deadline from accept to a complete request).
 """
 
 from __future__ import annotations
@@ -35,6 +38,16 @@ from gymnasium.error import ResetNeeded
 
 from ragen_envs.core import check_range
 from ragen_envs.serve import protocol
+from ragen_envs.serve.guard import (
+    AccessPolicy,
+    ConnectionGuard,
+    Gate,
+    check_origin,
+    check_token,
+    connection_limits,
+    guarded_protocol,
+    is_loopback,
+)
 from ragen_envs.serve.protocol import BadRequest
 
 log = logging.getLogger("ragen_envs.serve")
@@ -50,7 +63,7 @@ class ServeConfig:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Passed to ``gym.make(env_id, **env_kwargs)`` for every session."""
     host: str = "127.0.0.1"
-    """Loopback by default: the server has no authentication, so reaching it from other machines is opt-in."""
+    """Loopback by default; any other address needs a ``token``."""
     port: int = 8000
     """0 lets the OS pick a free port (printed at start)."""
     max_sessions: int = 64
@@ -63,15 +76,39 @@ class ServeConfig:
     send_timeout: float = 30.0
     """Seconds a reply may wait for a client that does not read."""
     max_message_bytes: int = 1 << 20
+    request_timeout: float = 10.0
+    """Seconds from accepting a connection to a complete request (an HTTP request or a WebSocket handshake)."""
+    max_connections: int | None = None
+    """Connections held at once, sessions included; None: ``2 * max_sessions + 32`` within the descriptor limit."""
+    max_connections_per_peer: int | None = None
+    """Connections held at once from one address; None: ``max_sessions + 8``."""
+    allow_origins: tuple[str, ...] = ()
+    """Browser origins (``scheme://host[:port]``) whose pages may connect; any other ``Origin`` is refused."""
+    allow_hosts: tuple[str, ...] = ()
+    """Names besides the bound address and ``localhost`` that a request's ``Host`` may carry."""
+    token: str | None = field(default=None, repr=False)
+    """A bearer token every request must carry (``Authorization: Bearer <token>``); required beyond loopback."""
 
     def __post_init__(self) -> None:
         check_range("port", self.port, 0, 65535, integer=True)
         check_range("max_sessions", self.max_sessions, 1, integer=True)
-        for name in ("idle_timeout", "make_timeout", "step_timeout", "send_timeout"):
+        for name in ("idle_timeout", "make_timeout", "step_timeout", "send_timeout", "request_timeout"):
             check_range(name, getattr(self, name), 0.001, 86400.0)
         check_range("max_message_bytes", self.max_message_bytes, 1024, 1 << 28, integer=True)
+        for name in ("max_connections", "max_connections_per_peer"):
+            if getattr(self, name) is not None:
+                check_range(name, getattr(self, name), 1, 1 << 20, integer=True)
         if not isinstance(self.env_kwargs, dict):
             raise ValueError(f"env_kwargs must be a JSON object, got {type(self.env_kwargs).__name__}")
+        for origin in self.allow_origins:
+            check_origin(origin)
+        if self.token is not None:
+            check_token(self.token)
+        elif not is_loopback(self.host):
+            raise ValueError(
+                f"--host {self.host} serves other machines: give a bearer token with --token-file F (clients send"
+                " Authorization: Bearer <token>), or keep --host 127.0.0.1 behind your own proxy"
+            )
 
 
 def check_env(config: ServeConfig) -> str:
@@ -106,8 +143,9 @@ class _Sessions:
         self.open -= 1
 
 
-def make_app(config: ServeConfig):
-    """The ASGI app serving ``config.env_id`` (already resolved: see :func:`check_env`)."""
+def make_app(config: ServeConfig, guard: ConnectionGuard | None = None):
+    """The ASGI app serving ``config.env_id`` (already resolved: see :func:`check_env`), behind the Host, Origin and
+    token checks of :class:`~ragen_envs.serve.guard.Gate` (which tells ``guard`` when a request is complete)."""
     from fastapi import FastAPI
     from openenv.core.env_server.types import EnvironmentMetadata, SchemaResponse
     from starlette.routing import WebSocketRoute
@@ -178,7 +216,8 @@ def make_app(config: ServeConfig):
             sessions.close()
 
     app.router.routes.append(WebSocketRoute("/ws", session))
-    return app
+    policy = AccessPolicy.of(config.host, config.allow_hosts, config.allow_origins, config.token)
+    return Gate(app, policy, guard)
 
 
 class Busy(Exception):
@@ -318,7 +357,9 @@ def serve(config: ServeConfig, out: TextIO = sys.stdout) -> None:
     """Run the server until SIGINT/SIGTERM; the first line on ``out`` gives the bound address."""
     import uvicorn
 
-    app = make_app(config)
+    total, per_peer = connection_limits(config.max_sessions, config.max_connections, config.max_connections_per_peer)
+    guard = ConnectionGuard(total, per_peer, config.request_timeout)
+    app = make_app(config, guard)
     sock = bind(config.host, config.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
@@ -329,15 +370,13 @@ def serve(config: ServeConfig, out: TextIO = sys.stdout) -> None:
         file=out,
         flush=True,
     )
-    if host not in ("127.0.0.1", "::1", "localhost"):
-        print(
-            f"warning: listening on {host}: anyone who reaches this port can open sessions (no authentication)",
-            file=sys.stderr,
-            flush=True,
-        )
     server = uvicorn.Server(
         uvicorn.Config(
             app,
+            http=guarded_protocol(guard),
+            # The peer is the TCP one: a forwarded-for header must not rename it (the guard matches a request to
+            # its connection by the peer address, and the per-peer cap counts connections).
+            proxy_headers=False,
             log_level="warning",
             ws_max_size=16 * config.max_message_bytes,
             ws_ping_interval=20.0,

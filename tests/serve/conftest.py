@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -25,7 +26,8 @@ START_TIMEOUT_S = 300.0  # importing openenv-core (gradio, fastmcp) takes ~5 s o
 class Server:
     """A running server subprocess; :meth:`stop` ends it (SIGTERM, then SIGKILL)."""
 
-    def __init__(self, env_id: str, *args: str) -> None:
+    def __init__(self, env_id: str, *args: str, descriptors: int | None = None) -> None:
+        """``descriptors``: the server's RLIMIT_NOFILE (soft and hard), e.g. to show what exhausting it does."""
         self.env_id = env_id
         self._stderr = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a chatty server never blocks on it
         self.proc = subprocess.Popen(
@@ -35,6 +37,7 @@ class Server:
             stderr=self._stderr,
             text=True,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
+            preexec_fn=None if descriptors is None else lambda: _limit_descriptors(descriptors),
         )
         self.url: str | None = None
         self._line = threading.Event()
@@ -68,13 +71,18 @@ class Server:
         return self._stderr.read()
 
 
+def _limit_descriptors(count: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+
 @pytest.fixture
 def start_server():
-    """``start_server(env_id, *cli_args) -> Server`` (already listening); every server is stopped afterwards."""
+    """``start_server(env_id, *cli_args, descriptors=None) -> Server`` (already listening); every server is stopped
+    afterwards."""
     started: list[Server] = []
 
-    def start(env_id: str, *args: str) -> Server:
-        server = Server(env_id, *args)
+    def start(env_id: str, *args: str, descriptors: int | None = None) -> Server:
+        server = Server(env_id, *args, descriptors=descriptors)
         started.append(server)
         server.wait()
         return server
