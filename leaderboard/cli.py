@@ -4,6 +4,7 @@
 
     leaderboard verify my-model.ragen.tar.gz [--secret-file F]   # exit 0 "verified", or 1 and every reason
     leaderboard add my-model.ragen.tar.gz [--store DIR]          # verify, then store under leaderboard/submissions/
+                                                                 # (a hidden-split one: leaderboard/hidden-submissions/)
     leaderboard build --out site/                                # LEADERBOARD.md, leaderboard.csv, index.html
     leaderboard rerun <id> --agent hf:/path/to/model             # a maintainer's rerun: marks the row "reproduced"
     leaderboard pack runs/<run-id> --model-name … --org … --contact … --out x.ragen.tar.gz  (= harness submit)
@@ -21,6 +22,11 @@ import sys
 from pathlib import Path
 
 from leaderboard.suite import OFFICIAL, load_suite, new_secret, read_secret
+
+STORE_HELP = (
+    "where accepted submissions live (default: leaderboard/submissions, or the git-ignored"
+    " leaderboard/hidden-submissions for the hidden split)"
+)
 
 
 def add_pack_arguments(parser: argparse.ArgumentParser) -> None:
@@ -122,15 +128,19 @@ def cmd_add(args: argparse.Namespace) -> int:
     _print_report(report, False)
     if folder is None:
         return 1
-    print(f"stored as {folder.name} in {args.store}; publish with: leaderboard build --out site/")
+    split = report.summary["split"]
+    build = "leaderboard build --out site/" + (f" --split hidden --store {folder.parent}" if split == "hidden" else "")
+    print(f"stored as {folder.name} in {folder.parent}; publish with: {build}")
     return 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     """``leaderboard build``: write the static site (HTML, Markdown, CSV) from the store; prints each path written."""
     from leaderboard.build import build
+    from leaderboard.store import default_store
 
-    paths = build(args.out, args.store, suite=_suite_arg(args) or OFFICIAL, split=args.split)
+    store = args.store if args.store is not None else default_store(args.split)
+    paths = build(args.out, store, suite=_suite_arg(args) or OFFICIAL, split=args.split)
     for path in paths.values():
         print(f"wrote {path}")
     return 0
@@ -184,10 +194,13 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 def cmd_secret(args: argparse.Namespace) -> int:
     """``leaderboard secret``: write a new season secret (mode 0600) and print its sha256; exit code 2 if the file exists."""
+    from leaderboard.store import check_private
+
     out = Path(args.out)
     if out.exists():
         print(f"error: {out} exists; a secret is never overwritten", file=sys.stderr)
         return 2
+    check_private(out, "the season's secret")  # ValueError: one line, exit 2
     secret, digest = new_secret()
     out.touch(mode=0o600)
     out.write_bytes(secret + b"\n")
@@ -207,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
             )
             p.add_argument("--secret-file", default=None, help="the maintainer's secret, to check the hidden split")
         if store:
-            p.add_argument("--store", default="leaderboard/submissions", help="where accepted submissions live")
+            p.add_argument("--store", default=None, help=STORE_HELP)
 
     p = sub.add_parser("verify", help="replay a submission; exit 0 if it verifies")
     p.add_argument("archive")
@@ -224,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="site", help="output folder (default: site/)")
     p.add_argument("--split", default="official", help="official (default) or hidden")
     p.add_argument("--suite", default=None, help="a built-in suite name or a suite .json (default: official)")
-    p.add_argument("--store", default="leaderboard/submissions", help="where accepted submissions live")
+    p.add_argument("--store", default=None, help=STORE_HELP)
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("rerun", help="re-run a stored submission's model on its split; marks it reproduced")
@@ -241,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("remove", help="delete a stored submission")
     p.add_argument("submission")
-    p.add_argument("--store", default="leaderboard/submissions")
+    p.add_argument("--store", default=None, help=STORE_HELP)
     p.set_defaults(func=cmd_remove)
 
     p = sub.add_parser("pack", help="pack a harness run into a submission (same as `harness submit`)")

@@ -2,10 +2,13 @@
 
 ``pack_run`` writes a deterministic ``.ragen.tar.gz`` (sorted members, mtime 0, uid/gid 0, mode 0644).
 
+``read_submission`` reads the file once: a regular file (not a FIFO, device or directory), reached without
+following a symbolic link, at most ``max_archive_bytes``; what is verified and stored are those bytes.
 ``read_archive`` never extracts to disk: it streams the gzip'd tar once, keeps the members in memory, and
 stops at the first thing a submission may not contain: absolute paths, ``..``, backslashes or NULs in a
 name, links (symbolic or hard), devices, FIFOs, directories or any non-regular member, duplicate or
-unexpected names, more than ``max_members`` members, a member over ``max_member_bytes``, or more than
+unexpected names, more than ``max_members`` members, a member over ``max_member_bytes`` (a JSON, CSV or Markdown
+member over ``max_small_member_bytes``: they are parsed or rendered whole), or more than
 ``max_total_bytes`` decompressed (counted on the decompressed stream itself, so a decompression bomb is
 cut off after at most that many bytes, whatever its headers claim). A truncated or corrupt archive is
 reported as such.
@@ -16,6 +19,8 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
+import stat
 import tarfile
 import zlib
 from dataclasses import dataclass
@@ -49,7 +54,14 @@ class Limits:
     max_total_bytes: int = 512 << 20
     """Decompressed bytes read from the stream, tar headers included."""
     max_member_bytes: int = 384 << 20
+    max_small_member_bytes: int = 1 << 20
+    """Every member but episodes.jsonl and the plots (an honest one is under 64 KiB): checked before it is parsed."""
     max_members: int = 64
+
+
+def _member_cap(name: str, limits: Limits) -> int:
+    big = name == "episodes.jsonl" or name.endswith(".png")
+    return limits.max_member_bytes if big else min(limits.max_member_bytes, limits.max_small_member_bytes)
 
 
 class _CappedReader(io.RawIOBase):
@@ -98,17 +110,41 @@ def _check_kind(member: tarfile.TarInfo) -> None:
         raise ArchiveError(f"archive member {member.name!r} is not a regular file")
 
 
-def read_archive(path: str | Path, limits: Limits | None = None) -> dict[str, bytes]:
-    """Every member of the submission at ``path`` as ``{name: bytes}``; :class:`ArchiveError` if unsafe or broken."""
+def read_submission(path: str | Path, limits: Limits | None = None) -> bytes:
+    """The bytes of the archive file at ``path``, read once; :class:`ArchiveError` when it is not a regular file,
+    is reached through a symbolic link, or holds more than ``max_archive_bytes``."""
     limits = limits or Limits()
-    path = Path(path)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # a FIFO opens without a writer
     try:
-        size = path.stat().st_size
+        fd = os.open(path, flags)
     except OSError as exc:
+        if os.path.islink(path):
+            raise ArchiveError(f"{path} is a symbolic link; give the archive file itself") from None
         raise ArchiveError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if size > limits.max_archive_bytes:
-        raise ArchiveError(f"archive is {size:,} bytes, over the {limits.max_archive_bytes:,}-byte limit")
-    stream = _gunzip_one_member(path, limits.max_total_bytes)
+    with os.fdopen(fd, "rb", buffering=0) as raw:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ArchiveError(f"{path} is not a regular file (a FIFO, device or directory); give the archive file")
+        if info.st_size > limits.max_archive_bytes:
+            raise ArchiveError(f"archive is {info.st_size:,} bytes, over the {limits.max_archive_bytes:,}-byte limit")
+        os.set_blocking(fd, True)
+        parts, size = [], 0
+        while chunk := raw.read(min(1 << 20, limits.max_archive_bytes + 1 - size) or 1):
+            parts.append(chunk)
+            size += len(chunk)
+            if size > limits.max_archive_bytes:  # it grew while being read
+                raise ArchiveError(f"archive is over the {limits.max_archive_bytes:,}-byte limit")
+    return b"".join(parts)
+
+
+def read_archive(source: str | Path | bytes, limits: Limits | None = None) -> dict[str, bytes]:
+    """Every member of a submission (its file's path, or the bytes :func:`read_submission` read) as
+    ``{name: bytes}``; :class:`ArchiveError` if unsafe or broken."""
+    limits = limits or Limits()
+    data = source if isinstance(source, bytes) else read_submission(source, limits)
+    if len(data) > limits.max_archive_bytes:
+        raise ArchiveError(f"archive is {len(data):,} bytes, over the {limits.max_archive_bytes:,}-byte limit")
+    stream = _gunzip_one_member(data, limits.max_total_bytes)
     members: dict[str, bytes] = {}
     total_declared = 0
     try:
@@ -120,10 +156,10 @@ def read_archive(path: str | Path, limits: Limits | None = None) -> dict[str, by
                 _check_kind(member)
                 if member.name in members:
                     raise ArchiveError(f"archive member {member.name!r} appears twice")
-                if member.size > limits.max_member_bytes:
+                cap = _member_cap(member.name, limits)
+                if member.size > cap:
                     raise ArchiveError(
-                        f"archive member {member.name!r} is {member.size:,} bytes, over the "
-                        f"{limits.max_member_bytes:,}-byte limit"
+                        f"archive member {member.name!r} is {member.size:,} bytes, over the {cap:,}-byte limit"
                     )
                 total_declared += member.size
                 if total_declared > limits.max_total_bytes:
@@ -146,35 +182,33 @@ def read_archive(path: str | Path, limits: Limits | None = None) -> dict[str, by
     return members
 
 
-def _gunzip_one_member(path: Path, cap: int) -> bytes:
-    """The decompressed bytes of ``path``, which must be exactly one gzip member and nothing after it.
+def _gunzip_one_member(data: bytes, cap: int) -> bytes:
+    """The decompressed ``data``, which must be exactly one gzip member and nothing after it.
 
     ``gzip``/``tar -xzf`` read concatenated members as one stream and ignore trailing bytes; an archive that
     carried a second member or trailing data could show ``tar`` other files than the ones verified here.
     """
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip framing, one member
     parts, total = [], 0
+    view = memoryview(data)
     try:
-        with path.open("rb") as raw:
-            while chunk := raw.read(1 << 20):
-                if inflater.eof:
-                    raise ArchiveError("archive has data after the end of its gzip stream (a second member or "
-                                       "trailing bytes); refusing it")  # fmt: skip
-                pending = chunk
-                while pending and not inflater.eof:
-                    out = inflater.decompress(pending, cap + 1 - total)
-                    total += len(out)
-                    if total > cap:
-                        raise ArchiveError(f"archive decompresses to more than {cap:,} bytes (limit); refusing it")
-                    parts.append(out)
-                    pending = inflater.unconsumed_tail
-                if inflater.eof and (inflater.unused_data or pending):
-                    raise ArchiveError("archive has data after the end of its gzip stream (a second member or "
-                                       "trailing bytes); refusing it")  # fmt: skip
+        for start in range(0, len(view), 1 << 20):
+            if inflater.eof:
+                raise ArchiveError("archive has data after the end of its gzip stream (a second member or "
+                                   "trailing bytes); refusing it")  # fmt: skip
+            pending = view[start : start + (1 << 20)]
+            while pending and not inflater.eof:
+                out = inflater.decompress(pending, cap + 1 - total)
+                total += len(out)
+                if total > cap:
+                    raise ArchiveError(f"archive decompresses to more than {cap:,} bytes (limit); refusing it")
+                parts.append(out)
+                pending = inflater.unconsumed_tail
+            if inflater.eof and (inflater.unused_data or pending):
+                raise ArchiveError("archive has data after the end of its gzip stream (a second member or "
+                                   "trailing bytes); refusing it")  # fmt: skip
     except zlib.error as exc:
         raise ArchiveError(f"archive is truncated or corrupt (not a valid gzip stream: {exc})") from None
-    except OSError as exc:
-        raise ArchiveError(f"cannot read {path}: {exc.strerror or exc}") from None
     if not inflater.eof:
         raise ArchiveError("archive is truncated or corrupt (the gzip stream does not end)")
     return b"".join(parts)

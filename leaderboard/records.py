@@ -13,8 +13,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from harness.records import EpisodeRecord, TurnRecord, record_problem
+from harness.records import RECORD_FIELDS, TURN_FIELDS, EpisodeRecord, TurnRecord, record_problem
 from leaderboard.suite import SUITE_VERSIONS, Suite
+from ragen_envs.core import MAX_RESPONSE_CHARS
+
+RESPONSE_CAP_CHARS = MAX_RESPONSE_CHARS
+"""The longest response a submission may record per turn (the envs' action-space size; about ten times RAGEN's 400-token turn)."""
+TURN_BYTES = 8 * RESPONSE_CAP_CHARS + (32 << 10)
+"""A turn's share of a line: its response and reasoning at the cap, 4 UTF-8 bytes a character, and 32 KiB for the
+observation, the user message and info (an honest turn of the official suite holds under 4 KiB in all)."""
+LINE_BASE_BYTES = 32 << 10
+"""A line's share besides its turns: ids, instructions, the initial observation and the totals."""
+
+
+def max_line_bytes(max_turns: int) -> int:
+    """The longest episodes.jsonl line an honest record of an env with ``max_turns`` turns can be."""
+    return LINE_BASE_BYTES + max_turns * TURN_BYTES
 
 
 class RecordError(ValueError):
@@ -56,12 +70,45 @@ def parse_episode(line_number: int, obj: Any) -> ParsedEpisode:
         ):
             where = f"episode {obj['env_id']} seed {obj['seed']} sample {obj['sample']} ({where})"
         raise RecordError(f"{where}: {problem}")
+    for index, turn in enumerate(obj["turns"], start=1):
+        if len(turn["response"]) > RESPONSE_CAP_CHARS:
+            raise RecordError(
+                f"episode {obj['env_id']} seed {obj['seed']} sample {obj['sample']} (episodes.jsonl line"
+                f" {line_number}) turn {index}: a response of {len(turn['response']):,} characters, over the"
+                f" leaderboard's {RESPONSE_CAP_CHARS:,} per turn"
+            )
     return ParsedEpisode(line_number, obj["env_id"], obj["env_kwargs"], obj["seed"], obj["sample"], obj)
 
 
-def iter_episode_lines(data: bytes) -> Iterator[tuple[int, Any, str]]:
-    """``(line number, parsed object or None, error)`` for every non-empty line of an episodes.jsonl."""
-    for number, line in enumerate(data.split(b"\n"), start=1):
+def known_fields(record: ParsedEpisode) -> ParsedEpisode:
+    """``record`` holding only the fields of the harness's schema (what replay checked and metrics read); fields
+    it does not know are not kept in memory past the line."""
+    raw = {k: v for k, v in record.raw.items() if k in RECORD_FIELDS}
+    raw["turns"] = [{k: v for k, v in turn.items() if k in TURN_FIELDS} for turn in record.raw["turns"]]
+    return ParsedEpisode(record.line, record.env_id, record.env_kwargs, record.seed, record.sample, raw)  # type: ignore[arg-type]
+
+
+def iter_episode_lines(data: bytes, max_bytes: int | None = None) -> Iterator[tuple[int, Any, str]]:
+    """``(line number, parsed object or None, error)`` for every non-empty line of an episodes.jsonl, one line in
+    memory at a time; a line over ``max_bytes`` is an error before it is parsed."""
+    start, number = 0, 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        number += 1
+        if max_bytes is not None and end - start > max_bytes:
+            yield (
+                number,
+                None,
+                (
+                    f"episodes.jsonl line {number}: {end - start:,} bytes, over the {max_bytes:,} an honest episode of"
+                    " this suite can take; not parsed"
+                ),
+            )
+            start = end + 1
+            continue
+        line = data[start:end]
+        start = end + 1
         if not line.strip():
             continue
         try:

@@ -22,7 +22,7 @@ from typing import Any
 
 from leaderboard.pack import read_archive
 from leaderboard.records import suite_run_config
-from leaderboard.store import ARCHIVE, DEFAULT_STORE, ENTRY, find_entry, write_entry
+from leaderboard.store import ARCHIVE, ENTRY, check_private, find_entry, write_entry
 from leaderboard.suite import Suite, find_suite
 
 
@@ -48,7 +48,7 @@ def rerun(
     key: str,
     agent: str,
     *,
-    store: str | Path = DEFAULT_STORE,
+    store: str | Path | None = None,
     workdir: str | Path = "runs",
     secret: bytes | None = None,
     suite: Suite | None = None,
@@ -61,7 +61,8 @@ def rerun(
     The run repeats the submission's own options (agent options such as temperature and token budget,
     context window, run seed, MI samples) with ``agent`` in place of the submitter's; ``run_options``
     override ``RunConfig`` fields; ``agent_options`` may be a dict of just the agent options to change
-    (e.g. ``{"device": "cuda"}``).
+    (e.g. ``{"device": "cuda"}``). ``store`` None: either default store. A hidden-split rerun's run folder holds
+    the season's seeds, so it is refused where git would publish it (:func:`leaderboard.store.check_private`).
     """
     from harness.runner import run
     from leaderboard.pack import pack_run
@@ -87,6 +88,8 @@ def rerun(
     options.update(run_options)
     config = suite_run_config(suite, agent, entry["split"], secret, **options)
     run_id = f"rerun-{folder.name}-{dt.datetime.now(dt.timezone.utc):%Y%m%d-%H%M%S}"
+    if entry["split"] == "hidden":
+        check_private(Path(workdir) / run_id, "a hidden-split rerun's run folder")
     result = run(config, workdir, run_id=run_id, workers=workers, progress=False, plots=False)
 
     with tempfile.TemporaryDirectory() as tmp:

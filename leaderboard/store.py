@@ -1,7 +1,12 @@
 """The store of accepted submissions: ``leaderboard/submissions/<id>/`` (archive, entry.json, report.md).
 
-``add`` verifies first and stores nothing unless the submission verifies. ``entry.json`` holds what the
-site needs (metadata, replayed numbers, self-reported metrics, status) so ``build`` does not replay again.
+``add`` reads the archive file once, verifies those bytes and stores exactly them (and the ``report.md`` they
+hold); nothing is stored unless they verify. ``entry.json`` holds what the site needs (metadata, replayed
+numbers, self-reported metrics, status) so ``build`` does not replay again.
+
+A hidden-split archive holds the season's seeds (consecutive: one reveals the split), so it is never stored
+where ``git add -A`` would publish it: by default in ``leaderboard/hidden-submissions/`` (git-ignored), and
+any store inside a git work tree that does not ignore it is refused (:func:`check_private`).
 """
 
 from __future__ import annotations
@@ -11,14 +16,17 @@ import hashlib
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
-from leaderboard.pack import Limits, read_archive
+from leaderboard.pack import ArchiveError, Limits, read_archive, read_submission
 from leaderboard.suite import Suite
-from leaderboard.verify import Report, verify
+from leaderboard.verify import Report, verify_members
 
 DEFAULT_STORE = Path("leaderboard") / "submissions"
+HIDDEN_STORE = Path("leaderboard") / "hidden-submissions"
+"""The default store of hidden-split submissions: ignored by the repository's .gitignore."""
 ENTRY = "entry.json"
 ARCHIVE = "submission.ragen.tar.gz"
 
@@ -34,25 +42,70 @@ def submission_id(metadata: dict[str, Any], archive_sha256: str) -> str:
     return f"{date}-{_slug(metadata.get('model_name', ''))}-{archive_sha256[:8]}"
 
 
+def default_store(split: str) -> Path:
+    """Where ``split``'s submissions are stored unless ``--store`` says otherwise."""
+    return HIDDEN_STORE if split == "hidden" else DEFAULT_STORE
+
+
+def publishing_work_tree(path: str | Path) -> Path | None:
+    """The git work tree in which ``git add -A`` would pick up ``path``; None when ``path`` is outside every work
+    tree or ignored by it (a tree whose ignore rules cannot be read, git not installed, counts as publishing)."""
+    path = Path(path).absolute()
+    anchor = next(p for p in (path, *path.parents) if p.exists())
+    top = next((p for p in (anchor, *anchor.parents) if (p / ".git").exists()), None)
+    if top is None:
+        return None
+    git = shutil.which("git")
+    if git is None:
+        return top
+    try:
+        done = subprocess.run(
+            [git, "-C", str(anchor if anchor.is_dir() else anchor.parent), "check-ignore", "-q", str(path)],
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return top
+    return None if done.returncode == 0 else top
+
+
+def check_private(path: str | Path, what: str) -> None:
+    """``ValueError`` naming the fix when ``path`` is where ``git add -A`` would publish ``what``."""
+    top = publishing_work_tree(path)
+    if top is not None:
+        raise ValueError(
+            f"{what} would go to {path}, inside the git work tree {top} and not ignored there, where `git add -A`"
+            f" would publish the season's seeds; choose a folder outside the tree or add it to {top / '.gitignore'}"
+        )
+
+
 def add(
     path: str | Path,
-    store: str | Path = DEFAULT_STORE,
+    store: str | Path | None = None,
     *,
     secret: bytes | None = None,
     suite: Suite | None = None,
     limits: Limits | None = None,
 ) -> tuple[Report, Path | None]:
-    """Verify the archive at ``path`` and, if it verifies, store it; return the report and the entry folder."""
-    report = verify(path, secret=secret, suite=suite, limits=limits)
+    """Verify the archive at ``path`` and, if it verifies, store it; return the report and the entry folder.
+
+    ``store``: default :func:`default_store` of the submission's split. ``ValueError`` (nothing stored) when a
+    hidden-split submission would be stored where git would publish it."""
+    try:
+        data = read_submission(path, limits)  # the only read of the file: what is verified is what is stored
+        members = read_archive(data, limits)
+    except ArchiveError as exc:
+        return Report(ok=False, problems=[str(exc)]), None
+    report = verify_members(members, secret=secret, suite=suite)
     if not report.ok:
         return report, None
-    data = Path(path).read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     entry_id = submission_id(report.summary["metadata"], digest)
-    folder = Path(store) / entry_id
+    folder = Path(store if store is not None else default_store(report.summary["split"])) / entry_id
+    if report.summary["split"] == "hidden":
+        check_private(folder, "a hidden-split submission")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / ARCHIVE).write_bytes(data)
-    members = read_archive(folder / ARCHIVE, limits)
     if "report.md" in members:
         (folder / "report.md").write_bytes(members["report.md"])
     entry = {
@@ -100,18 +153,20 @@ def load_entries(store: str | Path = DEFAULT_STORE) -> list[dict[str, Any]]:
     return entries
 
 
-def find_entry(store: str | Path, key: str) -> Path:
-    """The folder of the stored submission whose id is ``key`` (or starts with it)."""
-    store = Path(store)
-    matches = [p for p in sorted(store.iterdir()) if p.is_dir() and p.name.startswith(key)] if store.is_dir() else []
+def find_entry(store: str | Path | None, key: str) -> Path:
+    """The folder of the stored submission whose id is ``key`` (or starts with it); ``store`` None: either default
+    store (official or hidden)."""
+    stores = [Path(store)] if store is not None else [DEFAULT_STORE, HIDDEN_STORE]
+    folders = [p for s in stores if s.is_dir() for p in sorted(s.iterdir()) if p.is_dir()]
+    matches = [p for p in folders if p.name.startswith(key)]
     if len(matches) != 1:
-        known = [p.name for p in sorted(store.iterdir())] if store.is_dir() else []
         what = "no" if not matches else "more than one"
-        raise ValueError(f"{what} stored submission matches {key!r}; stored: {', '.join(known) or 'none'}")
+        known = ", ".join(p.name for p in folders) or "none"
+        raise ValueError(f"{what} stored submission matches {key!r}; stored: {known}")
     return matches[0]
 
 
-def remove(store: str | Path, key: str) -> Path:
+def remove(store: str | Path | None, key: str) -> Path:
     """Delete a stored submission (by id or unique prefix)."""
     folder = find_entry(store, key)
     shutil.rmtree(folder)

@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.pack import ArchiveError, Limits, read_archive
-from leaderboard.records import ParsedEpisode, RecordError, iter_episode_lines, parse_episode, run_identity
+from leaderboard.records import (
+    ParsedEpisode,
+    RecordError,
+    iter_episode_lines,
+    known_fields,
+    max_line_bytes,
+    parse_episode,
+    run_identity,
+)
 from leaderboard.schema import METADATA, SubmissionMetadata, check_manifest, self_reported_problem
 from leaderboard.suite import Episode, Suite, env_version, find_suite
 from leaderboard.summary import SITE_COLLAPSE, compare_summaries, recompute_rows, self_reported_metrics, site_numbers
@@ -178,6 +186,10 @@ class Replayer:
             return f"{name}: recorded num_turns {raw.get('num_turns')!r}, replay has {len(rewards)}"
         return None
 
+    def max_turns(self, env_id: str, kwargs: dict[str, Any]) -> int:
+        """The turn limit of ``env_id`` made with ``kwargs`` (the env is kept for the replay)."""
+        return int(self._env(env_id, kwargs).unwrapped.max_turns)
+
     def close(self) -> None:
         """Close every env the replayer opened."""
         for env in self._envs.values():
@@ -249,23 +261,28 @@ def check_recorded_versions(config: dict[str, Any]) -> list[str]:
 
 
 def verify(
-    path: str | Path,
+    source: str | Path | bytes,
     *,
     secret: bytes | None = None,
     suite: Suite | None = None,
     limits: Limits | None = None,
 ) -> Report:
-    """Verify the submission archive at ``path``; see the module docstring for every check.
+    """Verify a submission (its file's path, or the bytes read once by :func:`leaderboard.pack.read_submission`);
+    see the module docstring for every check.
 
     ``suite`` overrides the lookup of the built-in suite the metadata names (its fingerprint must still
     match); ``secret`` is the maintainer's secret, needed for a hidden-split submission.
     """
-    problems = _Problems()
     try:
-        members = read_archive(path, limits)
+        members = read_archive(source, limits)
     except ArchiveError as exc:
         return Report(ok=False, problems=[str(exc)])
+    return verify_members(members, secret=secret, suite=suite)
 
+
+def verify_members(members: dict[str, bytes], *, secret: bytes | None = None, suite: Suite | None = None) -> Report:
+    """:func:`verify` on the members :func:`leaderboard.pack.read_archive` read."""
+    problems = _Problems()
     for problem in check_manifest(members):
         problems.add("manifest", problem)
     raw_meta = _load_json(members, METADATA, problems)
@@ -313,21 +330,24 @@ def verify(
     expected = list(suite.episodes(split, secret))
     context_turns = config["run"].get("context_turns")
 
-    # ---- the episodes: parse, match against the split, replay --------------------------------------------
-    records: list[ParsedEpisode] = []
-    for number, obj, error in iter_episode_lines(members.get("episodes.jsonl", b"")):
-        if error:
-            problems.add("json", error)
-            continue
-        try:
-            records.append(parse_episode(number, obj))
-        except RecordError as exc:
-            problems.add("record", str(exc))
+    # ---- the episodes: one line at a time, bounded before it is parsed, matched against the split, replayed ----
+    # Only records that replay are kept, and only their known fields: what stays in memory is what the envs
+    # produced, whatever a line carries.
     expected_set = Counter(expected)
     seen: Counter[Episode] = Counter()
+    verified: list[ParsedEpisode] = []
     replayer = Replayer(context_turns)
     try:
-        for record in records:
+        line_cap = max_line_bytes(max(replayer.max_turns(e.env_id, dict(e.kwargs)) for e in suite.entries))
+        for number, obj, error in iter_episode_lines(members.get("episodes.jsonl", b""), line_cap):
+            if error:
+                problems.add("json", error)
+                continue
+            try:
+                record = parse_episode(number, obj)
+            except RecordError as exc:
+                problems.add("record", str(exc))
+                continue
             key = Episode(record.env_id, record.seed, record.sample)
             seen[key] += 1
             if key not in expected_set:
@@ -359,22 +379,19 @@ def verify(
                 mismatch = f"{record.name}: replay raised {type(exc).__name__}: {exc}"
             if mismatch:
                 problems.add("replay", mismatch)
+            else:
+                verified.append(known_fields(record))
     finally:
         replayer.close()
     for key in expected:
         if seen[key] == 0:
             problems.add("missing", f"episode {key}: missing from episodes.jsonl")
 
-    # ---- the summary --------------------------------------------------------------------------------------
-    unique: dict[Episode, ParsedEpisode] = {}
-    for record in records:
-        key = Episode(record.env_id, record.seed, record.sample)
-        if key in expected_set:
-            unique.setdefault(key, record)
+    # ---- the summary: recomputed from the episodes that replayed ----------------------------------------------
     try:
-        recomputed = recompute_rows(list(unique.values()), suite)
+        recomputed = recompute_rows(verified, suite)
         numbers = site_numbers(recomputed)
-    except Exception as exc:  # records that failed replay can hold anything; they are already reported
+    except Exception as exc:  # a metric that cannot take these episodes must not crash verify
         problems.add("summary", f"the summary cannot be recomputed from these episodes ({type(exc).__name__}: {exc})")
         return Report(ok=False, problems=problems.close())
     if summary_doc is not None:
@@ -386,7 +403,7 @@ def verify(
         "metadata": metadata.to_dict(),
         "suite": suite.label,
         "split": split,
-        "episodes": len(records),
+        "episodes": sum(seen.values()),
         "envs": numbers["envs"],
         "overall": numbers["overall"],
         "self_reported": self_reported_metrics(summary_doc),
