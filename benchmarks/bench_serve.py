@@ -2,6 +2,7 @@
 
     python benchmarks/bench_serve.py                      # both envs, 5 interleaved rounds
     python benchmarks/bench_serve.py --envs ragen/Sokoban-v0 --rounds 9 --sessions 8
+    python benchmarks/bench_serve.py --baseline ../other-checkout   # that checkout's server too, same rounds
 
 Each env's episodes are planned once in process (random well-formed actions with the oracle every third turn,
 seeds 0..N-1), then replayed three ways, round by round on the same CPU: in process; through one
@@ -9,6 +10,8 @@ seeds 0..N-1), then replayed three ways, round by round on the same CPU: in proc
 (threads, one Client each). A step is one ``step(text)``; resets are timed too but not counted. Rates are wall
 clock (the server is another process), so the load on the machine is printed beside them; next to them, CPU
 time per step (this process plus the server's, from /proc), which the load on a shared box disturbs far less.
+With ``--baseline DIR`` the server of another checkout (e.g. a worktree of main) is replayed in the same rounds,
+one row each, so a change to the server is measured side by side.
 """
 
 from __future__ import annotations
@@ -95,13 +98,13 @@ def over_socket(url: str, server_pid: int, plans, sessions: int) -> tuple[float,
     return steps / elapsed, 1e6 * cpu / steps
 
 
-def start_server(env_id: str, sessions: int) -> tuple[subprocess.Popen, str]:
+def start_server(env_id: str, sessions: int, root: Path = ROOT) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragen_envs.serve", "--env", env_id, "--port", "0", "--max-sessions", str(sessions + 2)],
-        cwd=ROOT,
+        cwd=root,
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(root)},
     )
     line = proc.stdout.readline()
     match = re.search(r" on (http://\S+) ", line)
@@ -116,7 +119,9 @@ def main() -> None:
     p.add_argument("--envs", nargs="*", default=list(DEFAULT_ENVS))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--sessions", type=int, default=8)
+    p.add_argument("--baseline", type=Path, default=None, help="another checkout whose server runs beside this one")
     args = p.parse_args()
+    roots = {"": ROOT} if args.baseline is None else {" (this)": ROOT, " (baseline)": args.baseline.resolve()}
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(
         f"| env | in process: steps/s (CPU µs/step) | socket, 1 session | ratio | socket, {args.sessions} sessions"
@@ -125,25 +130,30 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|")
     for env_id in args.envs:
         plans = plan(env_id, DEFAULT_ENVS.get(env_id, 16))
-        proc, url = start_server(env_id, args.sessions)
+        servers = {name: start_server(env_id, args.sessions, root) for name, root in roots.items()}
         try:
-            runs: dict[str, list[tuple[float, float]]] = {"local": [], "one": [], "many": []}
-            for _ in range(args.rounds):
-                runs["local"].append(in_process(env_id, plans))
-                runs["one"].append(over_socket(url, proc.pid, plans, 1))
-                runs["many"].append(over_socket(url, proc.pid, plans, args.sessions))
+            local: list[tuple[float, float]] = []
+            runs: dict[str, dict[str, list[tuple[float, float]]]] = {name: {"one": [], "many": []} for name in roots}
+            for _ in range(args.rounds):  # interleaved: the shared CPU's load hits every contender alike
+                local.append(in_process(env_id, plans))
+                for name, (proc, url) in servers.items():
+                    runs[name]["one"].append(over_socket(url, proc.pid, plans, 1))
+                    runs[name]["many"].append(over_socket(url, proc.pid, plans, args.sessions))
         finally:
-            proc.terminate()
-            proc.wait(30)
-        (lo, lo_cpu), (o, o_cpu), (m, m_cpu) = (
-            (statistics.median(r for r, _ in runs[k]), statistics.median(c for _, c in runs[k]))
-            for k in ("local", "one", "many")
-        )
-        print(
-            f"| {env_id} | {lo:,.0f} ({lo_cpu:,.0f}) | {o:,.0f} ({o_cpu:,.0f}) | {o / lo:.2f} |"
-            f" {m:,.0f} ({m_cpu:,.0f}) | {m / lo:.2f} |",
-            flush=True,
-        )
+            for proc, _ in servers.values():
+                proc.terminate()
+                proc.wait(30)
+        lo, lo_cpu = statistics.median(r for r, _ in local), statistics.median(c for _, c in local)
+        for name in roots:
+            (o, o_cpu), (m, m_cpu) = (
+                (statistics.median(r for r, _ in runs[name][k]), statistics.median(c for _, c in runs[name][k]))
+                for k in ("one", "many")
+            )
+            print(
+                f"| {env_id}{name} | {lo:,.0f} ({lo_cpu:,.0f}) | {o:,.0f} ({o_cpu:,.0f}) | {o / lo:.2f} |"
+                f" {m:,.0f} ({m_cpu:,.0f}) | {m / lo:.2f} |",
+                flush=True,
+            )
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 
