@@ -260,6 +260,18 @@ def check_recorded_versions(config: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _max_turns(replayer: Replayer, suite: Suite) -> list[int]:
+    """The turn limit of each of the suite's envs that can be made (the records of one that cannot are reported as
+    such by the replay)."""
+    turns = []
+    for entry in suite.entries:
+        try:
+            turns.append(replayer.max_turns(entry.env_id, dict(entry.kwargs)))
+        except Exception:  # noqa: BLE001  (an unknown id or bad kwargs must not crash verify)
+            continue
+    return turns
+
+
 def verify(
     source: str | Path | bytes,
     *,
@@ -338,7 +350,7 @@ def verify_members(members: dict[str, bytes], *, secret: bytes | None = None, su
     verified: list[ParsedEpisode] = []
     replayer = Replayer(context_turns)
     try:
-        line_cap = max_line_bytes(max(replayer.max_turns(e.env_id, dict(e.kwargs)) for e in suite.entries))
+        line_cap = max_line_bytes(max(_max_turns(replayer, suite), default=1))
         for number, obj, error in iter_episode_lines(members.get("episodes.jsonl", b""), line_cap):
             if error:
                 problems.add("json", error)
