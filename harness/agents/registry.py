@@ -265,7 +265,9 @@ def _vllm(argument: str, options: AgentOptions) -> Agent:
 OPENAI_OPTIONS = (
     AgentOption("api_key_env", str, None, "environment variable holding the API key (default OPENAI_API_KEY)"),
     AgentOption("concurrency", int, None, "requests in flight (default 8)", low=1),
-    AgentOption("timeout_s", float, None, "connect/read timeout per request (default 60)", low=0.001),
+    AgentOption("timeout_s", float, None, "seconds one attempt may take in all, connect to last byte (default 60)",
+                low=0.001),
+    AgentOption("max_reply_mb", int, None, "largest reply body read, MiB (default 32)", low=1, high=4096),
     AgentOption("max_retries", int, None, "retries of a failed request (default 4)", low=0),
     AgentOption("backoff_s", float, None, "first retry delay, doubled per attempt (default 0.5)", low=0.0),
     AgentOption("prefill", str, None, "send the prefill as a partial assistant turn, or omit it (default continue)",

@@ -366,7 +366,7 @@ def _scoring_agent(url: str) -> OpenAIAgent:
     ("behaviour", "options", "message"),
     [
         (drip_body, "timeout_s=1", "timed out after 1.0s"),
-        (endless_body, "max_reply_mb=1", "larger than the cap"),
+        (endless_body, "--agent-opt max_reply_mb=1", "larger than the cap"),
         (serving(lambda: with_choice(logprobs={"content": [{"logprob": None}]})), "", r"content\[0\]\.logprob"),
         (serving(lambda: b"[" * 200_000 + b"]" * 200_000), "", "nested too deeply"),
     ],
@@ -376,9 +376,18 @@ def test_harness_run_ends_with_one_line(hostile, tmp_path, capsys, behaviour, op
     from harness.cli import main
 
     server = hostile(behaviour)
-    query = "&".join(filter(None, ["max_retries=0", "backoff_s=0", options]))
+    flags = options.split() if options.startswith("--") else []
+    query = "&".join(filter(None, ["max_retries=0", "backoff_s=0", "" if flags else options]))
     argv = ["run", f"openai:{server.url}#m?{query}", "--env", "ragen/Bandit-v0", "--episodes", "1", "--samples", "1"]
+    argv += flags
     assert main([*argv, "--out", str(tmp_path), "--no-plots", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("harness: error: ") and "Traceback" not in err, err
     assert re.search(message, err), err
+
+
+def test_every_endpoint_setting_is_a_registered_agent_option():
+    from harness.agents.registry import OPENAI_OPTIONS
+
+    settings_ = set(EndpointConfig.__dataclass_fields__) - {"base_url", "model"}
+    assert settings_ == {option.name for option in OPENAI_OPTIONS}
