@@ -135,8 +135,10 @@ class PoolBackend(Backend):
 
     name = "pool"
 
-    def __init__(self, size: int = 2, limits: Limits | None = None, recycle_after: int = 200) -> None:
-        self.base = BwrapBackend()
+    def __init__(
+        self, size: int = 2, limits: Limits | None = None, recycle_after: int = 200, use_cgroups: bool = True
+    ) -> None:
+        self.base = BwrapBackend(use_cgroups=use_cgroups)
         self.limits = limits or Limits()
         self.recycle_after = recycle_after
         self._idle: queue.Queue[_Member] = queue.Queue()

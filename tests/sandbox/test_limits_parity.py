@@ -176,6 +176,20 @@ def test_every_backend_measures_the_same(backends, name, code, limits, expected)
     assert printed == dict.fromkeys(printed, expected)
 
 
+def test_without_a_cgroup_bubblewrap_and_the_pool_still_agree():
+    """Where no cgroup can be made, both fall back to per-process rlimits: the whole-sandbox verdicts change (two
+    processes of 150 MiB pass, no CPU quota), but the two backends still give one verdict and one count."""
+    bwrap, pool = BwrapBackend(use_cgroups=False), PoolBackend(size=1, use_cgroups=False)
+    try:
+        cases = [(p[0], p[1], p[2], p[3]) for p in PROGRAMS] + [(m[0], m[1], "", m[2]) for m in MEASURES]
+        for name, code, stdin, limits in cases:
+            cold, warm = bwrap.run(code, stdin, limits), pool.run(code, stdin, limits)
+            assert "no cgroup" in cold.enforcement and "no cgroup" in warm.enforcement
+            assert (verdict(cold), cold.stdout) == (verdict(warm), warm.stdout), (name, cold, warm)
+    finally:
+        pool.close()
+
+
 def test_docker_leg(backends):
     """Says, in the test report, whether the comparison included Docker."""
     if "docker: skipped" in backends:
