@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -128,10 +129,23 @@ def cmd_add(args: argparse.Namespace) -> int:
     _print_report(report, False)
     if folder is None:
         return 1
-    split = report.summary["split"]
-    build = "leaderboard build --out site/" + (f" --split hidden --store {folder.parent}" if split == "hidden" else "")
+    build = build_command(folder.parent, report.summary["split"], args.suite)
     print(f"stored as {folder.name} in {folder.parent}; publish with: {build}")
     return 0
+
+
+def build_command(store: Path, split: str, suite: str | None = None) -> str:
+    """The ``leaderboard build`` line that publishes ``store`` (of ``split``, under ``suite``), as a user types it."""
+    from leaderboard.store import default_store
+
+    words = ["leaderboard", "build", "--out", "site/"]
+    if split == "hidden":
+        words += ["--split", "hidden"]
+    if split == "hidden" or Path(store).absolute() != default_store(split).absolute():
+        words += ["--store", str(store)]
+    if suite:
+        words += ["--suite", suite]
+    return shlex.join(words)
 
 
 def cmd_build(args: argparse.Namespace) -> int:

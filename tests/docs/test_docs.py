@@ -160,3 +160,49 @@ def test_ci_runs_the_readme_commands_verbatim(start):
     assert len(readme) == 1, f"the README shows one command starting {start!r}"
     assert readme[0] in _ci_lines()
     shlex.split(readme[0])  # one well-formed shell line
+
+
+# ---- how the docs' command blocks run (tests/docs/test_doc_commands.py runs them) -------------------------
+def test_markers_skip_blocks_and_lines_and_name_the_output(tmp_path):
+    from doc_blocks import blocks, marker_problems
+
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- doc-test: skip (needs a GPU) -->\n```bash\nharness train paper\n```\n\n"
+        '<!-- doc-test: skip "hf:" (downloads a model) -->\n<!-- doc-test: "ls" with --wide (shorter) -->\n'
+        "```bash\nharness run hf:x \\\n  --env e\n# a note\nharness ls  # all\n```\n\n"
+        "```python\nprint(1)\n```\n\n<!-- doc-test: output -->\n```text\n1\n```\n"
+    )
+    gpu, mixed, script, output = blocks(page)
+    assert gpu.skipped() == "needs a GPU"
+    assert mixed.skipped() is None
+    assert mixed.commands() == [("harness run hf:x --env e", "downloads a model"), ("harness ls  # all", None)]
+    assert mixed.to_run("harness ls  # all") == "harness ls --wide  # all"
+    assert script.expected_output == "1\n" and output.language == "text"
+    assert [problem for block in (gpu, mixed, script, output) for problem in marker_problems(block)] == []
+
+
+def test_a_marker_without_reason_or_match_is_a_problem(tmp_path):
+    from doc_blocks import blocks, marker_problems
+
+    page = tmp_path / "page.md"
+    page.write_text(
+        '<!-- doc-test: skip "vllm" (not in this block) -->\n```bash\nharness ls\n```\n\n'
+        "<!-- doc-test: skip -->\n```bash\nharness ls\n```\n\n<!-- doc-test: output -->\n```python\nx\n```\n"
+    )
+    problems = [problem for block in blocks(page) for problem in marker_problems(block)]
+    assert len(problems) == 3
+    assert 'marker "vllm" matches no command line' in problems[0]
+    assert "not a doc-test marker" in problems[1] and "not a text block" in problems[2]
+
+
+def test_run_placeholders_are_filled_in_order_and_others_refused(tmp_path):
+    from doc_blocks import fill_placeholders
+
+    runs = [tmp_path / "random-1", tmp_path / "tiny-2"]
+    assert fill_placeholders("harness report runs/<a> runs/<b>", runs) == "harness report runs/random-1 runs/tiny-2"
+    assert fill_placeholders("harness run --resume runs/<run-id>", runs) == "harness run --resume runs/tiny-2"
+    with pytest.raises(ValueError, match="no run folder made yet"):
+        fill_placeholders("harness submit runs/<run-id>", [])
+    with pytest.raises(ValueError, match="placeholder <id> cannot be filled"):
+        fill_placeholders("leaderboard rerun <id>", runs)

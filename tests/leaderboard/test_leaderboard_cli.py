@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 
 from lb_helpers import MINI
 
@@ -111,3 +112,14 @@ def test_hidden_split_through_both_clis(tmp_path, capsys):
     seeds = json.loads(capsys.readouterr().out)["ragen/Bandit-v0"]
     recorded = {json.loads(line)["seed"] for line in (tmp_path / "h" / "episodes.jsonl").read_text().splitlines()}
     assert recorded == set(seeds) and len(seeds) == 3 and min(seeds) >= 2**20
+
+
+def test_add_suggests_the_build_that_publishes_the_same_store(submissions, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # site/ of the suggested command lands here
+    store = tmp_path / "my store"
+    assert main(["add", str(submissions["oracle"]), "--store", str(store)]) == 0
+    suggested = capsys.readouterr().out.splitlines()[-1].partition("publish with: ")[2]
+    words = shlex.split(suggested)
+    assert words[:2] == ["leaderboard", "build"] and words[words.index("--store") + 1] == str(store)
+    assert main(words[1:]) == 0
+    assert "oracle" in (tmp_path / "site" / "leaderboard.csv").read_text()
