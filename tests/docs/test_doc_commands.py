@@ -2,8 +2,9 @@
 how a block marks what cannot run here, and why).
 
 Each page runs in a scratch folder holding links to the virtual environment (``.venv``) and the folders the
-commands read (``baselines``, ``examples``, ``scripts``, ``benchmarks``), so what they write (``runs/``, ``site/``,
-``leaderboard/submissions/``) stays there; bare ``harness``, ``leaderboard`` and ``python`` are the venv's.
+commands read (``baselines``, ``examples``, ``scripts``, ``benchmarks``, ``tests``), so what they write
+(``runs/``, ``site/``, ``leaderboard/submissions/``) stays there; bare ``harness``, ``leaderboard`` and ``python``
+are the venv's.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from doc_blocks import RUNNABLE, blocks, fill_placeholders, marker_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").rglob("*.md")])
-LINKED = ("baselines", "examples", "scripts", "benchmarks")
+LINKED = ("baselines", "examples", "scripts", "benchmarks", "tests")
 COMMAND_TIMEOUT = 900  # the longest command, `harness run baseline`, takes a few minutes on two CPU cores
 
 
