@@ -25,7 +25,6 @@ import tarfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from leaderboard.schema import (
     MANIFEST,
@@ -62,30 +61,6 @@ class Limits:
 def _member_cap(name: str, limits: Limits) -> int:
     big = name == "episodes.jsonl" or name.endswith(".png")
     return limits.max_member_bytes if big else min(limits.max_member_bytes, limits.max_small_member_bytes)
-
-
-class _CappedReader(io.RawIOBase):
-    """A read-only stream that raises :class:`ArchiveError` once more than ``cap`` bytes have been read."""
-
-    def __init__(self, inner: Any, cap: int) -> None:
-        self.inner, self.cap, self.count = inner, cap, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        if size is None or size < 0:
-            size = self.cap + 1 - self.count
-        data = self.inner.read(min(size, self.cap + 1 - self.count))
-        self.count += len(data)
-        if self.count > self.cap:
-            raise ArchiveError(f"archive decompresses to more than {self.cap:,} bytes (limit); refusing it")
-        return data
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
 
 def _check_name(name: str) -> None:

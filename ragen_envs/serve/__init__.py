@@ -7,7 +7,9 @@
         obs, info = env.reset(seed=3)
         obs, reward, terminated, truncated, info = env.step("<think>…</think><answer>Left</answer>")
 
-Same seed, same responses: the same bytes as ``gym.make`` in process. OpenEnv's own clients
+Same seed, same responses: the same bytes as ``gym.make`` in process. Browser pages of other sites are refused
+(``--allow-origin`` admits one); beyond loopback the server needs ``--token-file`` and clients ``Client(url,
+token=...)``. OpenEnv's own clients
 (``GenericEnvClient``) speak to the server too, with ``{"response": text}`` as the action.
 
 Needs the ``serve`` extra (openenv-core, FastAPI, uvicorn, websockets); importing ``ragen_envs`` does not.
