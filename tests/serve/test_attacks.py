@@ -63,6 +63,7 @@ def _sessions(url: str) -> int:
 def test_pages_of_other_sites_cannot_open_sessions(sokoban_server):
     url = sokoban_server.url
     _, port = _address(url)
+    before = _sessions(url)
     # What openenv-core's and our clients send (no Origin), by address or by localhost: served.
     assert request(url)[0] == 101
     assert request(url, host=f"localhost:{port}")[0] == 101
@@ -75,7 +76,7 @@ def test_pages_of_other_sites_cannot_open_sessions(sokoban_server):
         status, body = request(url, path, host=f"rebind.evil.example:{port}")
         assert status == 403 and "--allow-host rebind.evil.example" in body, (path, status, body)
     # No slot was taken by any of them.
-    wait_until(lambda: _sessions(url) == 0, what="the accepted probe sessions to close")
+    wait_until(lambda: _sessions(url) <= before, what="the accepted probe sessions to close")
 
 
 def test_allow_origin_admits_that_origin_only(start_server):
