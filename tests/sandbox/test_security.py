@@ -25,17 +25,38 @@ def run(code: str, limits: sandbox.Limits = FAST, **kw) -> sandbox.Result:
     return sandbox.run(code, limits=limits, backend="bwrap", **kw)
 
 
+def _uid_and_parent(pid: str) -> tuple[int, str] | None:
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return None  # gone
+    fields = dict(line.split(":", 1) for line in lines if ":" in line)
+    return int(fields["Uid"].split()[0]), fields["PPid"].strip()
+
+
+def _is_sandbox_uid(uid: int) -> bool:
+    return UID_BASE <= uid < UID_BASE + SLOTS
+
+
 def sandbox_uid_processes() -> list[str]:
-    """Host processes running as one of the sandbox uids (there must be none between runs)."""
+    """Host processes running as one of the sandbox uids that this test process started or that escaped to init
+    (there must be none between runs). Sandboxes of other processes on the machine (the uids are machine-wide and
+    other sessions run pools) are left out: their first ancestor outside the sandbox uids is a live process that
+    is not this one."""
     found = []
     for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            text = status.read_text()
-        except OSError:
+        pid = status.parent.name
+        info = _uid_and_parent(pid)
+        if info is None or not _is_sandbox_uid(info[0]):
             continue
-        for line in text.splitlines():
-            if line.startswith("Uid:") and UID_BASE <= int(line.split()[1]) < UID_BASE + SLOTS:
-                found.append(f"{status.parent.name}: {text.splitlines()[0]}")
+        owner, seen = info[1], 0
+        while (up := _uid_and_parent(owner)) is not None and _is_sandbox_uid(up[0]) and seen < 64:
+            owner, seen = up[1], seen + 1
+        if owner in (str(os.getpid()), "0", "1") or up is None:
+            try:
+                found.append(f"{pid}: {status.read_text().splitlines()[0]}")
+            except OSError:
+                pass
     return found
 
 
