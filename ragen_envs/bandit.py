@@ -139,6 +139,10 @@ class BanditEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through 
         """The two arm names, in the order shown."""
         return self.order
 
+    def prompt_features(self) -> dict[str, str]:
+        """The two arm names (the order on screen is not a feature a reasoning keys on)."""
+        return {"safe": self.safe_name, "risky": self.risky_name}
+
     def oracle(self) -> tuple[str, str]:
         """The arm with the higher expected reward, with the comparison as reasoning."""
         best = self.risky_name if self.config.best_arm == "risky" else self.safe_name

@@ -16,6 +16,8 @@ hook                        what it does
 ``_apply(action)``          play one canonical action and return an :class:`ActionResult`
 ``oracle() -> (str, str)``  public: the oracle's reasoning and answer in the current state
 ``candidate_actions()``     public, optional: action strings ``action_space.sample()`` draws from right now
+``prompt_features()``       public, optional: the state's named key features (what a reasoning can copy from
+                            the prompt); the MI probe keeps prompts whose features are pairwise distinct
 ``_rejection_message(t)``   optional: the feedback for rejected action strings (default: "Unknown action(s)")
 ``action_tools``            class attribute: the actions as tools, for ``response_format="tool"``
                             (:mod:`ragen_envs.tools`; default: one tool ``act`` taking the action string)
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -285,6 +288,13 @@ class TextEnv(gym.Env[str, str]):
         """Action strings that ``action_space.sample()`` draws from in the current state (may be empty); the
         harness's ``random`` agent picks among them. Optional: the default offers none."""
         return ()
+
+    def prompt_features(self) -> dict[str, Hashable]:
+        """The current state's key features by name, the slots a reasoning can copy from the prompt (after
+        ``reset``). Two prompts that share a feature cannot be told apart by a reasoning that carries only that
+        feature, which caps retrieval accuracy (``harness.probe``). Default: the observation text itself, so
+        only text-identical prompts collide; an env whose observation has named parts says which."""
+        return {"observation": self._observe()}
 
     def _rejection_message(self, unknown: list[str]) -> str:
         """The feedback line for action strings ``_parse_action`` rejected (an env may say what was wrong)."""

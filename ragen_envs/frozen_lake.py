@@ -462,6 +462,10 @@ class FrozenLakeEnv(TextEnv):  # noqa: D101 (its docstring is the module's, thro
         moves, self._moves = self._moves, []
         return {"moves": moves}
 
+    def prompt_features(self) -> dict[str, int]:
+        """Where the player starts and where the goal is (the coordinates a reasoning names)."""
+        return {"start": self.lake.start, "goal": self.lake.goal}
+
     def oracle(self) -> tuple[str, str]:
         """A shortest safe path on still ice, the most likely winning moves on slippery ice; at most a turn's worth of moves."""
         lake, names, per_turn = self.lake, cell_texts(self.config.size), self.max_actions_per_turn

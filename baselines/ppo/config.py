@@ -112,6 +112,13 @@ class PPOConfig:
     """Compute the MI family every k iterations (and at iteration 0); 0 disables."""
     mi_samples: int = 64
     """Pairs drawn for each MI sampling scheme."""
+    mi_probe_seeds: int = 16
+    """Fixed MI probe: this many env seeds whose first prompts are pairwise distinguishable
+    (``harness.probe.probe_seeds``), rolled out at every MI iteration, scored with the first-turn family
+    (``probe_first_turn/*``) and never trained on: the same prompts at every reading, so its MI moves with the
+    policy only, not with the batch's seeds; 0 disables."""
+    mi_probe_samples: int = 4
+    """Rollouts per probe seed."""
     mi_schemes: list[str] = field(default_factory=lambda: ["first_turn", "trajectory"])
     """Which MI sampling schemes to compute (``first_turn``, ``trajectory``; the harness's samplers); on the
     command line comma-separated (``--mi-schemes first_turn``)."""
@@ -147,8 +154,11 @@ class PPOConfig:
                      "micro_batch_size", "grad_buckets"):  # fmt: skip
             check_range(name, getattr(self, name), 1, integer=True)
         check_range("samples_per_prompt", self.samples_per_prompt, 2, integer=True)
-        for name in ("mi_every", "grad_buckets_every", "checkpoint_every", "seed", "cpu_threads"):
+        for name in ("mi_every", "grad_buckets_every", "checkpoint_every", "seed", "cpu_threads", "mi_probe_seeds"):
             check_range(name, getattr(self, name), 0, integer=True)
+        check_range("mi_probe_samples", self.mi_probe_samples, 1, integer=True)
+        if self.mi_probe_seeds == 1:
+            raise ValueError("mi_probe_seeds must be 0 (no probe) or at least 2 (nothing to retrieve among one), got 1")
         for name in ("actor_lr", "critic_lr", "clip_low", "clip_high", "value_clip", "entropy_coef", "kl_coef",
                      "max_grad_norm", "filter_value", "filter_eps", "adam_eps"):  # fmt: skip
             check_range(name, getattr(self, name), 0.0)

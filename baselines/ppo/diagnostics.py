@@ -20,6 +20,7 @@ from baselines.ppo.rollout import Episode
 from harness.agents.hf import HFAgent
 from harness.agents.options import AgentOptions
 from harness.mi import SCHEMES, collapse_for
+from harness.probe import batch_ceilings
 from harness.records import EpisodeRecord
 from harness.seeding import derive_seed
 from ragen_envs.parsing import reasoning_of
@@ -79,12 +80,23 @@ def policy_agent(policy, tokenizer, config) -> HFAgent:
     return agent
 
 
-def mi_family(policy, tokenizer, episodes: list[Episode], config, draws: int | np.random.Generator) -> dict:
-    """The configured schemes; keys ``collapse_first_turn/<metric>`` and ``collapse_trajectory/<metric>``.
+def mi_family(
+    policy,
+    tokenizer,
+    episodes: list[Episode],
+    config,
+    draws: int | np.random.Generator,
+    *,
+    prefix: str = "collapse",
+    schemes: list[str] | None = None,
+) -> dict:
+    """The configured schemes; keys ``<prefix>_first_turn/<metric>`` and ``<prefix>_trajectory/<metric>``.
 
     ``draws``: the learner's iteration (the harness's draws are then seeded by the run seed and it), or a
     generator that seeds them. ``config`` needs ``mi_samples`` and ``temperature``; ``env_id``, ``env_kwargs``,
     ``max_turns``, ``model``, ``seed``, ``mi_schemes`` (default both) and ``cpu_threads`` are read when present.
+    With an ``env_id``, the first-turn family also carries the batch's retrieval ceilings
+    (``harness.probe.batch_ceilings``: ``ceiling/<feature>``, ``shared_features``).
     """
     records = episode_records(episodes, config)
     agent = policy_agent(policy, tokenizer, config)
@@ -92,28 +104,31 @@ def mi_family(policy, tokenizer, episodes: list[Episode], config, draws: int | n
         run_seed = int(draws.integers(2**62))
     else:
         run_seed = derive_seed("train-mi", getattr(config, "seed", 0), int(draws))
-    schemes = list(getattr(config, "mi_schemes", None) or SCHEMES)
+    schemes = list(schemes or getattr(config, "mi_schemes", None) or SCHEMES)
     results = collapse_for(agent, records, run_seed, config.mi_samples, schemes=schemes)
-    return family_log(results, records, schemes)
+    out = family_log(results, records, schemes, prefix)
+    if "first_turn" in schemes and getattr(config, "env_id", None):
+        out.update({f"{prefix}_first_turn/{k}": v for k, v in batch_ceilings(records).items()})
+    return out
 
 
-def family_log(results: dict, records: list[dict], schemes: list[str]) -> dict[str, float]:
+def family_log(results: dict, records: list[dict], schemes: list[str], prefix: str = "collapse") -> dict[str, float]:
     """``harness.mi.collapse_for``'s results as the learner logs them (also the verl and TRL adapters')."""
     out: dict[str, float] = {}
     for scheme, metrics in results.items():
         if isinstance(metrics, str):  # unavailable (e.g. no turn has reasoning): no pairs, the family absent
-            out[f"collapse_{scheme}/num_pairs"] = 0.0
+            out[f"{prefix}_{scheme}/num_pairs"] = 0.0
             continue
-        out[f"collapse_{scheme}/num_pairs"] = float(metrics["mi_estimate"].n)
+        out[f"{prefix}_{scheme}/num_pairs"] = float(metrics["mi_estimate"].n)
         for name, estimate in metrics.items():
             if np.isfinite(estimate.value):  # a metric the harness reports as unavailable (NaN) is left out
-                out[f"collapse_{scheme}/{name}"] = float(estimate.value)
+                out[f"{prefix}_{scheme}/{name}"] = float(estimate.value)
     if "first_turn" in schemes and records:
         valid = float(np.mean([bool(r["turns"] and r["turns"][0]["reasoning"]) for r in records]))
-        out["collapse_first_turn/valid_rate"] = valid
-        if "collapse_first_turn/retrieval_accuracy" in out or valid == 0:  # no reasoning at all: every turn a miss
-            accuracy = out.get("collapse_first_turn/retrieval_accuracy", 0.0)
-            out["collapse_first_turn/retrieval_accuracy_itt"] = accuracy * valid
+        key = f"{prefix}_first_turn"
+        out[f"{key}/valid_rate"] = valid
+        if f"{key}/retrieval_accuracy" in out or valid == 0:  # no reasoning at all: every turn a miss
+            out[f"{key}/retrieval_accuracy_itt"] = out.get(f"{key}/retrieval_accuracy", 0.0) * valid
     return out
 
 

@@ -21,6 +21,7 @@ Biases (``baselines.ppo.tracking``); ``out_dir/checkpoint.safetensors`` (tensors
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import time
@@ -38,6 +39,7 @@ from baselines.ppo.diagnostics import grad_norm_buckets, mi_family
 from baselines.ppo.rollout import collect_rollouts
 from baselines.ppo.snr_filter import filter_stats, random_groups, select_groups
 from baselines.ppo.tracking import open_trackers, parse_report_to
+from harness.probe import probe_seeds
 from harness.seeding import derive_seed
 
 
@@ -264,6 +266,27 @@ class Trainer:
         self.policy.eval()
         return collect_rollouts(self.policy, self.tokenizer, self.config, iteration, groups)
 
+    def probe(self, iteration: int) -> dict[str, float]:
+        """The fixed MI probe (``mi_probe_seeds``): its episodes rolled out with the current policy and scored
+        with the first-turn family, keyed ``probe_first_turn/*``, with the probe's success and token entropy.
+        Its sampling seeds are its own (tagged ``probe``), so the training rollouts are the same with or without it;
+        its episodes are never trained on."""
+        cfg = self.config
+        kwargs = dict(cfg.env_kwargs)
+        if cfg.max_turns is not None:
+            kwargs["max_turns"] = cfg.max_turns
+        seeds = probe_seeds(cfg.env_id, kwargs, cfg.mi_probe_seeds)
+        settings = dataclasses.replace(cfg, samples_per_prompt=max(cfg.mi_probe_samples, 2))
+        tag = derive_seed("probe", iteration) % (2**31)
+        sampler = self.engine.sample if self.engine is not None else None  # synced before this iteration's rollouts
+        episodes = collect_rollouts(self.policy, self.tokenizer, settings, tag, list(range(len(seeds))),
+                                    sampler=sampler, env_seeds=list(seeds))  # fmt: skip
+        episodes = [e for e in episodes if e.sample < cfg.mi_probe_samples]  # the config's floor of 2 samples
+        out = mi_family(self.policy, self.tokenizer, episodes, cfg, iteration, prefix="probe", schemes=["first_turn"])
+        out["probe/success"] = float(np.mean([e.success for e in episodes]))
+        out["probe/token_entropy"] = _mean_or_nan([h for e in episodes for t in e.turns for h in t.sample_entropies])
+        return out
+
     def iteration(self, iteration: int) -> dict[str, float]:
         """Roll out, filter the groups, update on the kept ones; returns the iteration's logged row."""
         cfg = self.config
@@ -291,6 +314,8 @@ class Trainer:
             self.policy.eval()
             mi_start = time.perf_counter()
             log.update(mi_family(self.policy, self.tokenizer, local, cfg, iteration))
+            if cfg.mi_probe_seeds:
+                log.update(self.probe(iteration))
             log["timing/mi_s"] = time.perf_counter() - mi_start
 
         kept = select_groups(

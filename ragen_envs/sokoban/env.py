@@ -258,6 +258,10 @@ class SokobanEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through
         """The four pushes."""
         return ACTIONS
 
+    def prompt_features(self) -> dict[str, object]:
+        """Where the player, the boxes and the targets are (the coordinates a reasoning names)."""
+        return {"player": self.player, "boxes": tuple(sorted(self.boxes)), "targets": tuple(self.level.targets)}
+
     # ---- oracle -------------------------------------------------------------------------------------------
     def oracle(self) -> tuple[str, str]:
         """The next moves of an optimal (or at least verified) solution from here, re-planned when the player left the plan."""
