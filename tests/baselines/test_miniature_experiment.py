@@ -89,8 +89,8 @@ def test_the_plan_runs_whole_seed_blocks_and_reuses_the_identical_stage0_run():
     assert [r.stage for r in plan[:3]] == [0, 0, 0] and len(plan) == 3 + len(M.SEEDS) * 6
     assert {(r.arm, r.coef) for r in plan[3:9]} == {(a, c) for a in M.ARMS for c in (0.0, 0.05)}
     assert all(r.seed == 0 for r in plan[3:9])
-    assert M.reused_from_stage0(M.Run(1, "no_filter", 0.05, 0), 0.05) == M.Run(0, "no_filter", 0.05, 0)
-    assert M.reused_from_stage0(M.Run(1, "filter", 0.05, 0), 0.05) is None
+    assert M.reused_from(M.Run(1, "no_filter", 0.05, 0), 0.05) == M.Run(0, "no_filter", 0.05, 0)
+    assert M.reused_from(M.Run(1, "filter", 0.05, 0), 0.05) is None
     config = M.Run(1, "random_drop", 0.05, 3).config(M.SCRATCH / "x")
     assert config.filter_selection == "random" and config.entropy_coef == 0.05 and config.seed == 3
     assert config.aggregation == "seq-mean-token-mean" and config.mi_samples == 64

@@ -46,22 +46,17 @@ Design (fixed before the main runs produced data; the outcome and test definitio
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import subprocess
 import sys
-import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[3]
+from baselines.ppo.experiments.driver import MODEL, ROOT, cli, train_and_record, write_record
+
 DATA = ROOT / "docs" / "results" / "data" / "miniature"
 SCRATCH = ROOT / "runs" / "miniature"
-MODEL = ROOT / "baselines" / "tiny" / "model"
 COMMAND = "python -m baselines.ppo.experiments.miniature --jobs 2"
 
 SETTING = dict(
@@ -69,7 +64,7 @@ SETTING = dict(
     prompts_per_iteration=16, samples_per_prompt=4, max_new_tokens=64, iterations=16, ppo_epochs=1,
     minibatch_size=64, micro_batch_size=16, mi_every=3, mi_samples=64, mi_schemes=["first_turn"],
     grad_buckets_every=15, grad_buckets=6, kl_coef=0.0, temperature=1.0, dtype="float32", device="cpu",
-    cpu_threads=1, tensorboard=False, checkpoint_every=1,
+    cpu_threads=1, tensorboard=False, checkpoint_every=1, mi_probe_seeds=0,
 )  # fmt: skip
 ARMS = {
     "no_filter": dict(filter_mode="top_p", filter_value=1.0, filter_include_zero=True),
@@ -203,7 +198,7 @@ def planned(c_star: float | None) -> list[Run]:
     return runs
 
 
-def reused_from_stage0(run: Run, c_star: float | None) -> Run | None:
+def reused_from(run: Run, c_star: float | None) -> Run | None:
     """The stage-0 run identical to a stage-1 run (no filter at c*, seed 0), if any."""
     if run.stage == 1 and run.arm == "no_filter" and run.seed == 0 and c_star is not None and run.coef == c_star:
         return Run(0, "no_filter", c_star, 0)
@@ -212,55 +207,18 @@ def reused_from_stage0(run: Run, c_star: float | None) -> Run | None:
 
 def execute(run: Run) -> str:
     """Train one run (resuming its checkpoint) and write its data file; returns its name."""
-    import torch
-
-    from baselines.ppo.trainer import Trainer
-
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    torch.set_num_threads(1)
     scratch = SCRATCH / run.name
-    config = run.config(scratch)
-    started = time.time()
-    Trainer(config).train(resume=True)
-    rows = [json.loads(line) for line in (scratch / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    record = {
-        "run": {"stage": run.stage, "arm": run.arm, "entropy_coef": run.coef, "seed": run.seed},
-        "config": {
-            **json.loads(config.to_json()),
-            "model": "baselines/tiny/model",
-            "out_dir": f"runs/miniature/{run.name}",
-        },
-        "model_commit": _commit(MODEL),
-        "code_commit": _commit(None),
-        "command": COMMAND,
-        "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "wall_s_this_process": round(time.time() - started, 1),
-        "rows": rows,
-    }
-    run.data.parent.mkdir(parents=True, exist_ok=True)
-    tmp = run.data.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, run.data)
+    fields = {"stage": run.stage, "arm": run.arm, "entropy_coef": run.coef, "seed": run.seed}
+    train_and_record(run.config(scratch), scratch, run.data, fields, COMMAND)
     return run.name
 
 
-def _commit(path: Path | None) -> str:
-    """The last commit touching ``path`` (the checkout's HEAD for None), for the data file's provenance."""
-    where = ["--", str(path)] if path is not None else []
-    try:
-        out = subprocess.run(["git", "log", "-1", "--format=%h", *where], cwd=ROOT, capture_output=True, text=True,
-                             timeout=30)  # fmt: skip
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def _copy_reused(run: Run, source: Run) -> None:
+def copy_reused(run: Run, source: Run) -> None:
+    """Store ``source``'s data as ``run``'s (the same run under the design's other name)."""
     record = load(source)
     record["run"] = {"stage": run.stage, "arm": run.arm, "entropy_coef": run.coef, "seed": run.seed}
     record["reused_from"] = source.name
-    run.data.parent.mkdir(parents=True, exist_ok=True)
-    run.data.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    write_record(run.data, record)
 
 
 def status() -> tuple[float | None, str, list[Run], list[Run]]:
@@ -272,73 +230,9 @@ def status() -> tuple[float | None, str, list[Run], list[Run]]:
     return c_star, why, done, todo
 
 
-class _InProcess:
-    """``--jobs 1``: each run in this process, one after the other (the same interface as the process pool)."""
-
-    def submit(self, fn, *args) -> Future:
-        future: Future = Future()
-        try:
-            future.set_result(fn(*args))
-        except BaseException as error:  # handed to future.result(), as the pool would
-            future.set_exception(error)
-        return future
-
-    def __enter__(self) -> _InProcess:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Run what is left of the design, ``--jobs`` runs at a time (``--status``: only list it); returns the exit code."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (1 or 2; each uses one thread)")
-    parser.add_argument("--stage", choices=("0", "1", "all"), default="all")
-    parser.add_argument("--status", action="store_true", help="print what is done and what is left, run nothing")
-    args = parser.parse_args(argv)
-    if args.jobs not in (1, 2):
-        print(f"--jobs must be 1 or 2 (one thread per run on a 2-core budget), got {args.jobs}", file=sys.stderr)
-        return 2
-    if not (MODEL / "model.safetensors").exists():
-        print(f"the shipped tiny model is missing: {MODEL.relative_to(ROOT)}", file=sys.stderr)
-        return 2
-    c_star, why, done, todo = status()
-    print(f"c* = {c_star} ({why}); {len(done)} runs done, {len(todo)} to go", flush=True)
-    if args.status:
-        for run in todo:
-            print("  todo", run.name if run.coef >= 0 else run.name.replace("c-1", "c*"))
-        return 0
-    running: dict = {}
-    # two jobs: a pool of two processes (forked before torch is imported here); one job: in this process
-    with ProcessPoolExecutor(max_workers=2) if args.jobs == 2 else _InProcess() as pool:
-        while True:
-            c_star, why, done, todo = status()
-            todo = [r for r in todo if args.stage == "all" or str(r.stage) == args.stage]
-            for run in todo:
-                source = reused_from_stage0(run, c_star)
-                if source is not None and source.data.exists():
-                    _copy_reused(run, source)
-                    print(f"reused {source.name} as {run.name}", flush=True)
-            todo = [r for r in todo if not r.data.exists()]
-            names = {f.name for f in running.values()}
-            ready = [r for r in todo if r.coef >= 0 and r.name not in names and reused_from_stage0(r, c_star) is None]
-            while ready and len(running) < args.jobs:
-                run = ready.pop(0)
-                print(f"start {run.name}", flush=True)
-                running[pool.submit(execute, run)] = run
-            if not running:
-                if todo:
-                    print("waiting for nothing: the remaining runs need c* (run stage 0 first)", flush=True)
-                break
-            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for future in finished:
-                run = running.pop(future)
-                future.result()  # a failed run stops the experiment loudly; its checkpoint stays for the rerun
-                print(f"done {run.name} at {time.strftime('%H:%M:%S', time.gmtime())} UTC", flush=True)
-    c_star, why, done, todo = status()
-    print(f"c* = {c_star} ({why}); {len(done)} runs done, {len(todo)} to go", flush=True)
-    return 0
+    """Run what is left of the design (``--status``: only list it); returns the exit code."""
+    return cli(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":
