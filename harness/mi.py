@@ -12,8 +12,9 @@ subsampled estimator of :func:`harness.collapse.collapse_metrics` (``scored``); 
 so a run's pairs are the same with and without it. Turns without
 reasoning text (unparseable or empty ``<think>``) are left out, as in RAGEN. Contexts are rebuilt from the
 records; their :class:`EnvHandle` replays the recorded responses so scripted agents can score exactly.
-All draws come from a generator seeded by the run seed, agent and env: the same records give the same
-numbers in any process.
+All draws come from a generator seeded by the run seed, the scheme and the env (not the agent, whose spec can
+hold a model's path): the same records give the same numbers in any process and from any checkout or model
+location.
 """
 
 from __future__ import annotations
@@ -231,7 +232,9 @@ def collapse_for(
         if not episodes:
             out[scheme] = "no episodes"
             continue
-        rng = np.random.default_rng(derive_seed("mi", scheme, run_seed, agent.spec, episodes[0]["env_id"]))
+        # not seeded by the agent: its spec can hold a model's path, and where a model lives must not change
+        # which pairs are drawn; every agent of a run gets the same draws over its own episodes
+        rng = np.random.default_rng(derive_seed("mi", scheme, run_seed, episodes[0]["env_id"]))
         try:
             pairs = (first_turn_pairs if scheme == "first_turn" else trajectory_pairs)(episodes, rng, mi_samples)
             if mi_columns is not None:

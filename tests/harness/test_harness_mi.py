@@ -134,3 +134,40 @@ def test_an_agent_without_wanted_still_gets_the_subsampled_family():
     sub = subsample_columns(first_turn_pairs(episodes, rng, 16), rng, 3)
     old, new = score_pairs(OldProtocol(), sub), score_pairs(Recording(), sub)
     assert {k: v.value for k, v in old.items()} == pytest.approx({k: v.value for k, v in new.items()})
+
+
+def test_pair_draws_do_not_depend_on_where_the_model_lives():
+    """The same model named by a relative or an absolute path (two checkouts) draws the same pairs."""
+    episodes = [record(s, k, [f"r{s}{k} x", f"q{s}{k} y"]) for s in range(12) for k in range(4)]
+    families = []
+    for spec in ("hf:baselines/tiny/model", "hf:/home/a/ragen-envs/baselines/tiny/model", "hf:/tmp/clone/model"):
+        agent = Recording()
+        agent.spec = spec
+        families.append(collapse_for(agent, episodes, run_seed=3, mi_samples=16))
+    for scheme in ("first_turn", "trajectory"):
+        values = [{k: (e.value, e.stderr) for k, e in family[scheme].items()} for family in families]
+        assert values[0] == values[1] == values[2], scheme
+
+
+@pytest.mark.slow
+def test_the_tiny_models_mi_is_the_same_from_two_checkout_paths(tmp_path, monkeypatch):
+    """hf: agents on two copies of the shipped model, one named relative to the working folder, one absolute."""
+    import shutil
+    from pathlib import Path
+
+    from harness.agents.registry import make_agent
+
+    shipped = Path(__file__).resolve().parents[2] / "baselines" / "tiny" / "model"
+    if not (shipped / "model.safetensors").exists():
+        pytest.skip("the tiny model is not shipped here")
+    for name in ("one", "two"):
+        shutil.copytree(shipped, tmp_path / name / "baselines" / "tiny" / "model")
+    episodes = [record(s, k, [f"Arm {s} sounds bold", f"so I pull {k}"]) for s in range(6) for k in range(2)]
+    monkeypatch.chdir(tmp_path / "one")
+    relative = collapse_for(make_agent("hf:baselines/tiny/model"), episodes, run_seed=1, mi_samples=8)
+    absolute = collapse_for(
+        make_agent(f"hf:{tmp_path / 'two' / 'baselines' / 'tiny' / 'model'}"), episodes, run_seed=1, mi_samples=8
+    )
+    for scheme in ("first_turn", "trajectory"):
+        for key, estimate in relative[scheme].items():
+            assert estimate.value == pytest.approx(absolute[scheme][key].value, abs=1e-9, nan_ok=True), (scheme, key)
