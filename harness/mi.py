@@ -3,7 +3,8 @@
 - **first-turn**: up to ``mi_samples`` turn-1 (prompt, reasoning) pairs drawn uniformly without replacement;
   one column per distinct env seed among them (the ``samples`` rollouts of a seed share the prompt).
 - **trajectory-uniform**: ``mi_samples`` draws of an episode uniformly, then one of its turns uniformly
-  (turns with reasoning only); every draw is its own column.
+  (turns with reasoning only); every draw is its own column. Another sampler seed would draw other turns, so its
+  standard errors come from a draw-level bootstrap (:func:`draw_bootstrap`) that includes that spread.
 
 In both, columns whose prompts are text-identical are marked equivalent for retrieval. With ``mi_columns``
 (column subsampling, for when scoring all ``N`` columns costs too much) each row is scored under its own column
@@ -136,7 +137,13 @@ Memo = dict[tuple[str, str], tuple[float, int]]
 
 def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[str, Estimate]:
     """Cross-score the texts under the contexts with ``agent`` (every entry, or ``pairs.scored``) and compute
-    the family.
+    the family (:func:`pair_matrix`, then :func:`harness.collapse.collapse_metrics`)."""
+    sums, counts = pair_matrix(agent, pairs, memo)
+    return collapse_metrics(sums / counts, pairs.own, logp_sum=sums, equivalent=pairs.equivalent, scored=pairs.scored)
+
+
+def pair_matrix(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(rows, columns)`` summed log-probs and token counts of the pairs (NaN sums where not scored).
 
     Each distinct (context, text) pair is scored once: text-identical contexts (trajectory draws of one turn,
     first turns of the samples of one seed), repeated texts, and pairs already in ``memo`` (the other scheme
@@ -181,8 +188,41 @@ def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[st
     # unscored entries: NaN sums (never read by collapse_metrics) over a count of 1
     sums = np.array([[memo[e][0] if e else math.nan for e in row] for row in entries], dtype=np.float64)
     counts = np.array([[memo[e][1] if e else 1 for e in row] for row in entries], dtype=np.float64)
-    counts = np.maximum(counts, 1.0)
-    return collapse_metrics(sums / counts, pairs.own, logp_sum=sums, equivalent=pairs.equivalent, scored=pairs.scored)
+    return sums, np.maximum(counts, 1.0)
+
+
+BOOTSTRAP_ROUNDS = 200
+"""Resamples of the trajectory scheme's draw-level bootstrap."""
+
+
+def draw_bootstrap(
+    sums: np.ndarray,
+    counts: np.ndarray,
+    equivalent: np.ndarray,
+    rng: np.random.Generator,
+    rounds: int = BOOTSTRAP_ROUNDS,
+) -> dict[str, float]:
+    """Standard errors of the trajectory family that include which turns the sampler drew.
+
+    A trajectory draw is both a row and a column, and the draws are independent, so resampling the draws with
+    replacement (rows and columns together) mimics what another sampler seed would draw from the same episodes;
+    the standard deviation of each proxy over the resamples is its standard error. (The rows-only error
+    treats the columns as fixed and misses that part.)
+    """
+    n = sums.shape[0]
+    values: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        idx = rng.integers(n, size=n)
+        pick = np.ix_(idx, idx)
+        try:
+            family = collapse_metrics(sums[pick] / counts[pick], np.arange(n), logp_sum=sums[pick],
+                                      equivalent=equivalent[pick])  # fmt: skip
+        except ValueError:  # a resample whose draws are all one turn: nothing to compare
+            continue
+        for key, estimate in family.items():
+            if np.isfinite(estimate.value):
+                values.setdefault(key, []).append(estimate.value)
+    return {key: float(np.std(v, ddof=1)) for key, v in values.items() if len(v) > 1}
 
 
 def _takes_wanted(agent: Agent) -> bool:
@@ -239,7 +279,15 @@ def collapse_for(
             pairs = (first_turn_pairs if scheme == "first_turn" else trajectory_pairs)(episodes, rng, mi_samples)
             if mi_columns is not None:
                 pairs = subsample_columns(pairs, rng, mi_columns)
-            out[scheme] = score_pairs(agent, pairs, memo)
+            sums, counts = pair_matrix(agent, pairs, memo)
+            family = collapse_metrics(sums / counts, pairs.own, logp_sum=sums, equivalent=pairs.equivalent,
+                                      scored=pairs.scored)  # fmt: skip
+            if scheme == "trajectory" and pairs.scored is None:
+                spread = draw_bootstrap(sums, counts, pairs.equivalent, rng)
+                family = {
+                    k: (dataclasses.replace(e, stderr=spread[k]) if k in spread else e) for k, e in family.items()
+                }
+            out[scheme] = family
         except (MetricUnavailable, ScoringUnavailable) as exc:
             out[scheme] = str(exc)
         except ValueError as exc:  # the scores cannot support the family (e.g. -inf under a reasoning's own prompt)
