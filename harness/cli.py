@@ -93,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
         "docs/contract.md); added to each env's kwargs, where an env's own --env-kwargs value wins",
     )  # fmt: skip
     run.add_argument("--seed-start", type=int, default=0, help="first env seed (default 0)")
+    run.add_argument(
+        "--probe", action="store_true",
+        help="play each env's fixed MI probe: --episodes seeds whose first prompts share no key feature "
+        "(Bandit's arm names, FrozenLake's start and goal), so retrieval is not capped by prompts alike",
+    )  # fmt: skip
     run.add_argument("--seed", type=int, default=0, help="run seed for agent sampling (default 0)")
     run.add_argument(
         "--context", type=_context_turns, default=-1, help="'full' or last K turns (default: full; baseline: 2)"
@@ -254,6 +259,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                 args.samples if args.samples is not None else samples,
                 args.seed_start,
                 kwargs.get(env_id, {}),
+                probe=args.probe,
             )
         )
     kept, skipped = available_plans(plans)
@@ -295,7 +301,7 @@ def check_resume_flags(args: argparse.Namespace, given: dict[str, str], recorded
     for dest, value in expected.items():
         if dest in given:
             same[dest] = (getattr(args, dest), value)
-    per_plan = {"episodes": "episodes", "samples": "samples", "seed_start": "seed_start"}
+    per_plan = {"episodes": "episodes", "samples": "samples", "seed_start": "seed_start", "probe": "probe"}
     for dest, attr in per_plan.items():
         if dest in given:
             values = sorted({getattr(plan, attr) for plan in plans})

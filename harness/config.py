@@ -32,6 +32,9 @@ class EnvPlan:
     seed_start: int = 0
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments for ``gym.make``."""
+    probe: bool = False
+    """Play the env's fixed MI probe: ``episodes`` seeds from ``seed_start`` on whose first prompts share no key
+    feature (:func:`harness.probe.probe_seeds`), instead of consecutive seeds."""
 
     def __post_init__(self) -> None:
         check_range(f"episodes ({self.env_id})", self.episodes, 1, integer=True)
@@ -39,8 +42,12 @@ class EnvPlan:
         check_range(f"seed_start ({self.env_id})", self.seed_start, 0, integer=True)
 
     @property
-    def seeds(self) -> range:
-        """The env seeds of this plan: ``seed_start`` up to ``seed_start + episodes``."""
+    def seeds(self) -> Sequence[int]:
+        """The env seeds of this plan: ``seed_start`` up to ``seed_start + episodes``, or the probe's."""
+        if self.probe:
+            from harness.probe import probe_seeds
+
+            return probe_seeds(self.env_id, self.kwargs, self.episodes, self.seed_start)
         return range(self.seed_start, self.seed_start + self.episodes)
 
 

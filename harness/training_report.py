@@ -7,9 +7,10 @@ every ``mi_every`` iterations, the MI family on the pre-filter batch. Template c
 the pattern. Several runs given together are drawn side by side; runs whose folder names differ only by a
 trailing ``seed<k>`` are pooled into one line with a band (min to max over the seeds).
 
-The flag is a heuristic, not a test: first-turn (else trajectory) retrieval accuracy down by ≥ 0.2 from its first
-measurement to its last while token entropy stays ≥ 0.9× its first value. A run with fewer than 3 MI measurements
-gets "not enough MI points", never a verdict.
+The flag is a heuristic, not a test: the fixed probe's (else the batch's first-turn, else trajectory) retrieval
+accuracy down by ≥ 0.2 from its first measurement to its last while token entropy stays ≥ 0.9× its first value.
+A run with fewer than 3 MI measurements gets "not enough MI points", never a verdict. On-batch first-turn readings
+whose batch shared a key feature between prompts are flagged: their retrieval is capped by the prompts drawn.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pathlib import Path
 METRICS_FILE = "metrics.jsonl"
 CURVES = (
     ("rollout/success", "success"),
+    ("probe_first_turn/retrieval_accuracy", "probe retrieval accuracy (fixed prompts)"),
+    ("probe_first_turn/mi_estimate", "probe MI estimate (nats)"),
     ("collapse_first_turn/retrieval_accuracy", "first-turn retrieval accuracy"),
     ("collapse_first_turn/mi_estimate", "first-turn MI estimate (nats)"),
     ("collapse_trajectory/retrieval_accuracy", "trajectory retrieval accuracy"),
@@ -67,16 +70,44 @@ def series(rows: Sequence[dict], key: str) -> list[tuple[int, float]]:
     return out
 
 
+READINGS = ("probe_first_turn", "collapse_first_turn", "collapse_trajectory")
+"""Where the check reads retrieval, in order of preference: the fixed probe (same prompts at every reading), then
+the batch's first turns, then its trajectory draws."""
+
+
 def mi_point_count(rows: Sequence[dict]) -> int:
-    """How many iterations logged the MI family's retrieval accuracy (the scheme with the most)."""
-    return max(len(series(rows, f"collapse_{scheme}/retrieval_accuracy")) for scheme in ("first_turn", "trajectory"))
+    """How many iterations logged the MI family's retrieval accuracy (the reading with the most)."""
+    return max(len(series(rows, f"{reading}/retrieval_accuracy")) for reading in READINGS)
+
+
+def shared_batches(rows: Sequence[dict]) -> str | None:
+    """A sentence when on-batch first-turn readings came from batches whose prompts share a key feature (their
+    retrieval is then capped by the batch, not the policy), else None."""
+    shared = series(rows, "collapse_first_turn/shared_features")
+    hits = [i for i, v in shared if v > 0]
+    if not hits:
+        return None
+    ceilings = []
+    for row in rows:
+        if row.get("iteration") in hits:
+            values = [v for k, v in row.items() if k.startswith("collapse_first_turn/ceiling/")]
+            if values:
+                ceilings.append(min(values))
+    ceiling = f" (lowest feature ceiling {sum(ceilings) / len(ceilings):.2f} on average)" if ceilings else ""
+    probe = series(rows, "probe_first_turn/retrieval_accuracy")
+    advice = "the probe's curve is not" if probe else "train with --mi-probe-seeds to read fixed prompts"
+    return (
+        f"{len(hits)} of {len(shared)} on-batch first-turn readings came from batches whose prompts share a key "
+        f"feature{ceiling}: their retrieval is capped by the prompts drawn, not by the policy; {advice}"
+    )
 
 
 def collapse_flag(rows: Sequence[dict]) -> str | None:
     """A sentence when the run shows the template-collapse pattern (see the module docstring), else None."""
     entropy = series(rows, "actor/token_entropy")
-    for scheme in ("first_turn", "trajectory"):
-        retrieval = series(rows, f"collapse_{scheme}/retrieval_accuracy")
+    for reading in READINGS:
+        retrieval = series(rows, f"{reading}/retrieval_accuracy")
+        scheme = reading.removeprefix("collapse_").replace("probe_first_turn", "probe first-turn")
         if len(retrieval) < MIN_MI_POINTS or len(entropy) < 2:
             continue
         (i0, r0), (i1, r1) = retrieval[0], retrieval[-1]
@@ -181,6 +212,9 @@ def report_training(run_dirs: Sequence[Path], out_dir: Path | None = None) -> st
             )
             continue
         checked += 1
+        capped = shared_batches(rows)
+        if capped:
+            flags.append(f"- {run_dir.name}: {capped}")
         flag = collapse_flag(rows)
         if flag:
             flags.append(f"- {run_dir.name}: {flag}")

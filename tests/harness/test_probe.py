@@ -47,3 +47,17 @@ def test_batch_ceilings_read_the_records_first_turns_with_reasoning():
     out = batch_ceilings(records)
     assert out == {"ceiling/risky": 1.0, "ceiling/safe": 1.0, "shared_features": 0.0}
     assert batch_ceilings([{**env, "seed": 0, "turns": [{"reasoning": None}]}]) == {}
+
+
+def test_harness_run_probe_plays_the_probe_seeds(tmp_path):
+    import json
+
+    from harness.cli import main
+    from harness.records import read_episodes
+
+    args = ["run", "oracle", "--env", "ragen/Bandit-v0", "--episodes", "8", "--samples", "1", "--probe"]
+    assert main([*args, "--out", str(tmp_path), "--run-id", "p", "--quiet", "--no-plots"]) == 0
+    config = json.loads((tmp_path / "p" / "config.json").read_text())
+    assert config["run"]["envs"][0]["probe"] is True
+    played = sorted({e["seed"] for e in read_episodes(tmp_path / "p" / "episodes.jsonl")[0]})
+    assert played == sorted(probe_seeds("ragen/Bandit-v0", {}, 8))

@@ -68,3 +68,29 @@ def test_a_run_with_too_few_mi_points_gets_no_verdict(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "short: not enough MI points (2 logged" in text
     assert "no run" not in text and "pattern" not in text.split("## Collapse check", 1)[1]
+
+
+def test_the_probe_decides_the_flag_and_batches_that_share_prompts_are_flagged(tmp_path):
+    from harness.training_report import shared_batches
+
+    rows = []
+    for i, (batch, probe) in enumerate([(0.9, 0.95), (0.6, 0.94), (0.5, 0.96)]):
+        rows.append({
+            "iteration": 3 * i, "actor/token_entropy": 1.0, "collapse_first_turn/retrieval_accuracy": batch,
+            "probe_first_turn/retrieval_accuracy": probe, "collapse_first_turn/shared_features": float(i > 0),
+            "collapse_first_turn/ceiling/risky": 1.0 if i == 0 else 0.55, "collapse_first_turn/ceiling/safe": 0.9,
+        })  # fmt: skip
+    # the batch's retrieval fell with its ceiling; the fixed probe held: no collapse
+    assert collapse_flag(rows) is None
+    assert "template-collapse pattern" in collapse_flag(
+        [{k: v for k, v in r.items() if "probe" not in k} for r in rows]
+    )
+    note = shared_batches(rows)
+    assert note.startswith("2 of 3 on-batch first-turn readings") and "0.55" in note and "probe's curve is not" in note
+    assert "--mi-probe-seeds" in shared_batches([{k: v for k, v in r.items() if "probe" not in k} for r in rows])
+    assert shared_batches([{**r, "collapse_first_turn/shared_features": 0.0} for r in rows]) is None
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = report_training([folder])
+    assert "share a key feature" in text and "probe retrieval accuracy" in text
