@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from baselines.ppo.experiments import runaway as R
@@ -71,3 +72,35 @@ def test_the_setting_is_the_miniatures_with_a_longer_horizon_and_the_probe():
     differ = sorted(k for k in R.SETTING if k not in same)
     assert differ == ["grad_buckets_every", "iterations", "mi_every", "mi_probe_samples", "mi_probe_seeds"]
     assert R.SETTING["iterations"] == 24 and R.SETTING["mi_every"] == 2 and R.SETTING["mi_probe_seeds"] == 16
+
+
+def test_the_page_decides_by_intersection_union_on_complete_seeds(tmp_path, monkeypatch):
+    import json
+
+    from baselines.ppo.experiments import runaway_report as RR
+
+    monkeypatch.setattr(R, "DATA", tmp_path / "data")
+    monkeypatch.setattr(RR, "PAGE", tmp_path / "runaway.md")
+    monkeypatch.setattr(RR, "CURVES_PNG", tmp_path / "curves.png")
+
+    def store(run, data):
+        run.data.parent.mkdir(parents=True, exist_ok=True)
+        run.data.write_text(json.dumps({"rows": data}))
+
+    for seed in R.CALIBRATION_SEEDS:
+        store(R.Run(0, "no_filter", 0.06, seed), rows(0.8, 0.2 + 0.01 * seed, valid=0.3))
+    assert R.status()[0] == 0.06
+    text = RR.page()
+    assert "c* = 0.06" in text and "**Incomplete**" in text
+    rng = np.random.default_rng(0)
+    for seed in R.SEEDS:
+        late = {"no_filter@0": 0.75, "no_filter@c*": 0.2, "filter@c*": 0.7, "random_drop@c*": 0.4}
+        for arm, coef in R.CELLS:
+            run = R.Run(1, arm, 0.0 if coef == "0" else 0.06, seed)
+            if R.reused_from(run, 0.06) is None:
+                store(run, rows(0.8, late[f"{arm}@{coef}"] + rng.normal(0, 0.02), valid=0.9))
+            else:
+                R.copy_reused(run, R.reused_from(run, 0.06))
+    text = RR.page()
+    assert "**Effect shown**" in text and "| (b2)" in text
+    assert "arm[T.filter@c*]:iteration" in text  # the mixed model was fitted
