@@ -88,6 +88,23 @@ def fmt(x: float, digits: int = 3) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
+def sampler_lines(spread: dict | None) -> list[str]:
+    """The trajectory scheme's spread over sampler seeds (same episodes) beside the standard error it reports."""
+    if not spread:
+        return []
+    if "unavailable" in spread:
+        return ["", f"Trajectory scheme: unavailable ({spread['unavailable']})."]
+    seeds = next(iter(spread.values()))["seeds"]
+    lines = ["", f"Trajectory scheme on the same episodes, {seeds} sampler seeds (no dose): does the reported standard "
+             "error (draw-level bootstrap) cover how much the value moves with the sampler seed?", "",
+             "| proxy | mean | sd over sampler seeds | mean reported standard error | ratio |", "|---|---|---|---|---|"]  # fmt: skip
+    for key, v in spread.items():
+        ratio = v["mean_stderr"] / v["sd_over_seeds"] if v["sd_over_seeds"] > 0 else float("nan")
+        lines.append(f"| {key} | {fmt(v['mean'])} | {fmt(v['sd_over_seeds'])} | {fmt(v['mean_stderr'])} | "
+                     f"{fmt(ratio, 2)} |")  # fmt: skip
+    return lines
+
+
 def plot(records: list[dict]) -> None:
     """One panel per signal: each (env, path) line with its draws' 95% band."""
     import matplotlib
@@ -158,6 +175,7 @@ def page(records: list[dict]) -> str:
         lines += ["", f"Retrieval chance {fmt(chance)}. Spearman ρ(q, signal) over every draw: "
                   + ", ".join(f"{k} {fmt(dose_spearman(record, k), 2)}" for k, _ in SIGNALS) + ".", ""]  # fmt: skip
         lines.append("Checks: " + ", ".join(f"{k}: **{'pass' if ok else 'FAIL'}**" for k, ok in result.items()) + ".")
+        lines += sampler_lines(record.get("trajectory_sampler_spread"))
         vocab = record.get("vocab_size")
         h = table["cond_entropy_estimate"][0][0]
         if vocab and np.isfinite(h) and h > math.log(vocab):
