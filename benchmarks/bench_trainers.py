@@ -1,7 +1,7 @@
 """Our learner's GRPO iteration against TRL's ``GRPOTrainer`` step with our adapter, side by side.
 
-    python benchmarks/bench_trainers.py                 # Bandit (1 turn), Sokoban (3 turns), Bandit without the adapter
-    python benchmarks/bench_trainers.py --rounds 6 --envs sokoban
+    python benchmarks/bench_trainers.py                 # every setting below
+    python benchmarks/bench_trainers.py --rounds 6 --envs sokoban,sokoban-native
 
 Same model (the shipped tiny one), same batch (8 prompts x 8 samples, one optimiser step per batch), same
 per-turn token budget, same sampler (the adapter plays episodes with the learner's rollout loop), one torch
@@ -9,9 +9,12 @@ thread, no SNR filter and no MI in either (``filter_value=1.0``, plain ``GRPOTra
 gradient checkpointing off (its default is on; on CPU it only adds recomputation). The two alternate round by
 round in one process: a TRL callback times each TRL step (``on_step_begin`` to ``on_step_end``: generation,
 loss, backward, optimiser step) and then runs and times one learner iteration, so both see the same load.
-Round 0 of each is a warm-up and not counted; medians of the rest. ``bandit-native`` replaces the adapter with
-TRL's own single-turn path (``transformers`` ``generate`` on the rendered prompt, a reward function that steps
-the env), to time TRL's generation too.
+Round 0 of each is a warm-up and not counted; medians of the rest, with the load average seen at each round.
+``bandit`` and ``sokoban`` are the default envs (what users run; Sokoban lasts up to 5 turns on a 67-token first
+prompt); ``sokoban3`` is the 3-turn setting (``max_turns=3`` changes the instruction text, which the tiny
+tokenizer then spells out: a 389-token first prompt). ``*-native`` replace the adapter with TRL as a TRL user
+runs it: its own single-turn generation (``transformers`` ``generate`` on the rendered first prompt) and a
+reward function that steps the env once; the learner plays its whole episodes there.
 
 What each does per step: the learner rolls out, builds one row per episode and runs micro-batches of 16 rows
 (forward + backward) into one optimiser step, without an old log-prob pass (one step on the whole batch is
@@ -32,15 +35,29 @@ import time
 from pathlib import Path
 
 MODEL = Path(__file__).resolve().parents[1] / "baselines" / "tiny" / "model"
-ENVS = {"bandit": ("ragen/Bandit-v0", 1), "sokoban": ("ragen/Sokoban-v0", 3), "bandit-native": ("ragen/Bandit-v0", 1)}
-"""``bandit-native``: TRL without the adapter (its own ``generate`` and an env reward function), single-turn."""
+ENVS = {
+    "bandit": ("ragen/Bandit-v0", {}),
+    "sokoban": ("ragen/Sokoban-v0", {}),
+    "sokoban3": ("ragen/Sokoban-v0", {"max_turns": 3}),
+    "bandit-native": ("ragen/Bandit-v0", {}),
+    "sokoban-native": ("ragen/Sokoban-v0", {}),
+}
+"""Name → (env id, env kwargs); ``*-native``: TRL without the adapter (its own ``generate``, an env reward function)."""
 PROMPTS, SAMPLES = 8, 8
 MICRO = 16
 """Rows per forward/backward in both: the learner's micro-batch, TRL's per-device batch (with gradient
 accumulation over the 64 rows of a generation batch, still one optimiser step per batch)."""
 
 
-def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO) -> dict:
+def _max_turns(env_id: str, env_kwargs: dict) -> int:
+    import gymnasium as gym
+
+    import ragen_envs  # noqa: F401  (registers the ids)
+
+    return int(gym.make(env_id, **env_kwargs).unwrapped.max_turns)
+
+
+def run_env(env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -50,7 +67,7 @@ def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path, tr
     from baselines.trl import EnvRollout, episode_return, make_dataset
 
     torch.set_num_threads(1)
-    env_kwargs = {"max_turns": max_turns}
+    max_turns = _max_turns(env_id, env_kwargs)
     ours = Trainer(
         preset(
             "cpu-tiny", model=str(MODEL), env_id=env_id, env_kwargs=env_kwargs, advantage="grpo", filter_value=1.0,
@@ -68,7 +85,7 @@ def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path, tr
         rollout_seconds.append(time.perf_counter() - start)
         return result
 
-    timings: dict[str, list] = {"trl": [], "ours": [], "ours_rows": [], "trl_tokens": []}
+    timings: dict[str, list] = {"trl": [], "ours": [], "ours_rows": [], "trl_tokens": [], "load": []}
 
     class Interleave(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
@@ -83,6 +100,7 @@ def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path, tr
             row = ours.iteration(len(timings["ours"]))
             timings["ours"].append(time.perf_counter() - start)
             timings["ours_rows"].append(row)
+            timings["load"].append(os.getloadavg()[0])
 
     args = GRPOConfig(
         output_dir=str(out / "trl"), use_cpu=True, per_device_train_batch_size=trl_rows,
@@ -109,16 +127,17 @@ def run_env(env_id: str, max_turns: int, rounds: int, tokens: int, out: Path, tr
             [r["rollout/response_tokens"] * r["rollout/turns"] for r in ours_rows]
         ),
         "trl_response_tokens_per_episode": _median(timings["trl_tokens"]),
-        "ours_all_s": timings["ours"], "trl_all_s": timings["trl"],
+        "ours_all_s": timings["ours"], "trl_all_s": timings["trl"], "load": timings["load"],
     }  # fmt: skip
     result["trl_update_s"] = result["trl_s"] - result["trl_rollout_s"]
     result["trl_over_ours"] = result["trl_s"] / result["ours_s"]
     return result
 
 
-def run_trl_native(env_id: str, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO) -> dict:
-    """Single-turn only: TRL's own generation (``transformers`` ``generate``, no ``rollout_func``) with a reward
-    function that steps the env on each completion, against the learner, interleaved the same way."""
+def run_trl_native(env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO) -> dict:
+    """TRL's own single-turn generation (``transformers`` ``generate``, no ``rollout_func``) with a reward
+    function that steps the env once on each completion, against the learner's whole episodes, interleaved the
+    same way."""
     import gymnasium as gym
     import torch
     from datasets import Dataset
@@ -133,7 +152,6 @@ def run_trl_native(env_id: str, rounds: int, tokens: int, out: Path, trl_rows: i
 
     torch.set_num_threads(1)
     tokenizer = AutoTokenizer.from_pretrained(MODEL)
-    env_kwargs = {"max_turns": 1}
     ours = Trainer(
         preset(
             "cpu-tiny", model=str(MODEL), env_id=env_id, env_kwargs=env_kwargs, advantage="grpo", filter_value=1.0,
@@ -156,7 +174,7 @@ def run_trl_native(env_id: str, rounds: int, tokens: int, out: Path, trl_rows: i
             returns.append(float(env.step(start + completion)[1]))
         return returns
 
-    timings: dict[str, list] = {"trl": [], "ours": [], "ours_rows": []}
+    timings: dict[str, list] = {"trl": [], "ours": [], "ours_rows": [], "load": []}
 
     class Interleave(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
@@ -167,6 +185,7 @@ def run_trl_native(env_id: str, rounds: int, tokens: int, out: Path, trl_rows: i
             start = time.perf_counter()
             timings["ours_rows"].append(ours.iteration(len(timings["ours"])))
             timings["ours"].append(time.perf_counter() - start)
+            timings["load"].append(os.getloadavg()[0])
 
     args = GRPOConfig(
         output_dir=str(out / "trl_native"), use_cpu=True, per_device_train_batch_size=trl_rows,
@@ -183,14 +202,17 @@ def run_trl_native(env_id: str, rounds: int, tokens: int, out: Path, trl_rows: i
     logged = [row for row in trainer.state.log_history if "completions/mean_length" in row]
     ours_rows = timings["ours_rows"]
     result = {
-        "env": f"{env_id} (TRL's own generate)", "turns": 1, "trl_rows_per_pass": trl_rows, "tokens_per_turn": tokens,
+        "env": f"{env_id} (TRL's own generate, first turn)", "turns": _max_turns(env_id, env_kwargs),
+        "trl_rows_per_pass": trl_rows, "tokens_per_turn": tokens,
         "rounds_timed": len(timings["ours"]) - 1, "ours_s": _median(timings["ours"]), "trl_s": _median(timings["trl"]),
         "ours_rollout_s": _median([r["timing/rollout_s"] for r in ours_rows]),
         "ours_update_s": _median([r["timing/update_s"] for r in ours_rows]),
         "trl_rollout_s": float("nan"),
-        "ours_response_tokens_per_episode": _median([r["rollout/response_tokens"] for r in ours_rows]),
+        "ours_response_tokens_per_episode": _median(
+            [r["rollout/response_tokens"] * r["rollout/turns"] for r in ours_rows]
+        ),
         "trl_response_tokens_per_episode": _median([r["completions/mean_length"] for r in logged]),
-        "ours_all_s": timings["ours"], "trl_all_s": timings["trl"],
+        "ours_all_s": timings["ours"], "trl_all_s": timings["trl"], "load": timings["load"],
     }  # fmt: skip
     result["trl_update_s"] = float("nan")
     result["trl_over_ours"] = result["trl_s"] / result["ours_s"]
@@ -204,7 +226,7 @@ def _median(values):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=4, help="rounds per env (the first is a warm-up)")
-    parser.add_argument("--envs", default="bandit,sokoban,bandit-native", help=f"comma-separated: {', '.join(ENVS)}")
+    parser.add_argument("--envs", default=",".join(ENVS), help=f"comma-separated: {', '.join(ENVS)}")
     parser.add_argument("--tokens", type=int, default=64, help="token budget per turn (both trainers)")
     parser.add_argument(
         "--trl-rows-per-pass",
@@ -218,27 +240,24 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     results = []
     with tempfile.TemporaryDirectory() as scratch:
-        for name in args.envs.split(","):
-            env_id, turns = ENVS[name.strip()]
-            if name.strip() == "bandit-native":
-                results.append(
-                    run_trl_native(env_id, args.rounds, args.tokens, Path(scratch) / name, args.trl_rows_per_pass)
-                )
-                continue
-            results.append(
-                run_env(env_id, turns, args.rounds, args.tokens, Path(scratch) / name, args.trl_rows_per_pass)
-            )
-    load = os.getloadavg()
-    print(f"\nload average {load[0]:.1f} / {load[1]:.1f} (1 / 5 min); medians of {args.rounds - 1} rounds")
-    print(
-        "| env | turns | ours s/iter (rollout + update) | TRL s/step (rollout + rest) | TRL / ours | tokens/episode ours, TRL |"
-    )
-    print("|---|---|---|---|---|---|")
+        for name in (n.strip() for n in args.envs.split(",")):
+            if name not in ENVS:
+                parser.error(f"unknown env {name!r}; choose from {', '.join(ENVS)}")
+            env_id, env_kwargs = ENVS[name]
+            run = run_trl_native if name.endswith("-native") else run_env
+            result = run(env_id, env_kwargs, args.rounds, args.tokens, Path(scratch) / name, args.trl_rows_per_pass)
+            results.append({"name": name, **result})
+    print(f"\nmedians of {args.rounds - 1} interleaved rounds; load average (1 min) at each round in the last column")
+    print("| setting | turns | ours s/iter (rollout + update) | TRL s/step (rollout + rest) | TRL / ours | per round "
+          "| tokens/episode ours, TRL | load |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
+        ratios = ", ".join(f"{t / o:.2f}" for t, o in zip(r["trl_all_s"][1:], r["ours_all_s"][1:], strict=True))
         print(
-            f"| {r['env']} | {r['turns']} | {r['ours_s']:.2f} ({r['ours_rollout_s']:.2f} + {r['ours_update_s']:.2f}) "
+            f"| {r['name']} | {r['turns']} | {r['ours_s']:.2f} ({r['ours_rollout_s']:.2f} + {r['ours_update_s']:.2f}) "
             f"| {r['trl_s']:.2f} ({r['trl_rollout_s']:.2f} + {r['trl_update_s']:.2f}) | {r['trl_over_ours']:.2f}x "
-            f"| {r['ours_response_tokens_per_episode']:.0f}, {r['trl_response_tokens_per_episode']:.0f} |"
+            f"| {ratios} | {r['ours_response_tokens_per_episode']:.0f}, {r['trl_response_tokens_per_episode']:.0f} "
+            f"| {min(r['load']):.1f}-{max(r['load']):.1f} |"
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
