@@ -142,13 +142,16 @@ def generate_ids(
                 )
                 chosen = (logp + gumbel).argmax(-1)  # (B,)
             chosen_lp = logp.gather(-1, chosen[:, None])[:, 0]
-            done_now = torch.isin(chosen, stop)
+            # one conversion per tensor and step, not one per row and value (indexing a tensor per row costs
+            # more than the step's small matmuls at 64 rows); the same Python floats and ints
+            step_ids, step_lp, step_h = chosen.tolist(), chosen_lp.tolist(), entropy.tolist()
+            done_now = torch.isin(chosen, stop).tolist()
             keep = []
             for b, row in enumerate(live):
-                out_ids[row].append(int(chosen[b]))
-                out_lp[row].append(float(chosen_lp[b]))
-                out_h[row].append(float(entropy[b]))
-                if bool(done_now[b]) or (stop_text is not None and _tail_has(out_ids[row], stop_text)):
+                out_ids[row].append(step_ids[b])
+                out_lp[row].append(step_lp[b])
+                out_h[row].append(step_h[b])
+                if done_now[b] or (stop_text is not None and _tail_has(out_ids[row], stop_text)):
                     stopped[row] = True
                 else:
                     keep.append(b)
