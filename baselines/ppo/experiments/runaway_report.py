@@ -156,7 +156,7 @@ def page() -> str:
         "# Does SNR-aware filtering protect input-dependent reasoning where the regulariser does harm?",
         "",
         f"*Built by `python -m baselines.ppo.experiments.runaway_report` on {time.strftime('%Y-%m-%d')} from "
-        f"`docs/results/data/runaway/` (made by `{R.COMMAND}`). The design is the module docstring of "
+        f"the data files under docs/results/data/runaway (made by `{R.COMMAND}`). The design is the module docstring of "
         "`baselines/ppo/experiments/runaway.py`, committed before any of its data.*",
         "",
         "This tests protection of input-dependent reasoning against a regulariser runaway (an entropy term that, "
