@@ -134,8 +134,8 @@ class PPOConfig:
     """``cpu``, ``cuda``… or ``auto``."""
     dtype: str = "auto"
     """``float32``, ``bfloat16``, ``bfloat16-autocast`` (fp32 weights and optimiser, the update's forward and
-    backward under bf16 autocast: faster on a CPU with bf16 matmuls, not bit-exact, see docs/benchmarks.md;
-    rollouts and MI stay fp32) or ``auto`` (bf16 on GPU, fp32 on CPU)."""
+    backward under bf16 autocast: not bit-exact, its speed in docs/benchmarks.md; rollouts and MI stay fp32) or
+    ``auto`` (bf16 on GPU, fp32 on CPU)."""
     gradient_checkpointing: bool = False
     """Trade compute for memory (GPU runs of big models)."""
     generation_backend: str = "transformers"
