@@ -47,10 +47,13 @@ HOSTILE_PIECES = ("<think>", "</think>", "<answer>", "</answer>", "||", "\n", " 
 HOSTILE_TOOL_PIECES = ("<tool_call>", "</tool_call>", "{", "}", "[", '"name"', '"arguments"', ":", ",", '"', "\\",
                        "null", "1e999", "<think>", "\n", "√", "a")  # fmt: skip
 REFUSED_TOOL_CALLS = {
-    "not JSON": ("<tool_call>move up</tool_call>", "not valid JSON (Expecting value at character 0)"),
+    "not JSON": (
+        "<tool_call>move up</tool_call>",
+        "not valid JSON (unexpected character, expected a JSON value at character 0)",
+    ),
     "truncated JSON": ('<tool_call>{"name": "{tool}", "arguments": {</tool_call>', "not valid JSON"),
-    "deep nesting": ("<tool_call>" + "[" * 200_000 + "</tool_call>", "nested too deeply"),
-    "long integer": ("<tool_call>" + "9" * 5000 + "</tool_call>", "not valid JSON (Exceeds the limit"),
+    "deep nesting": ("<tool_call>" + "[" * 200_000 + "</tool_call>", "not valid JSON (depth limit exceeded"),
+    "long integer": ("<tool_call>" + "9" * 5000 + "</tool_call>", "not valid JSON (number is infinity"),
     "not an object": ('<tool_call>["{tool}", "x"]</tool_call>', "must be a JSON object"),
     "no name": ('<tool_call>{"arguments": {}}</tool_call>', 'needs a "name" string'),
     "unknown tool": ('<tool_call>{"name": "teleport", "arguments": {}}</tool_call>', "unknown tool 'teleport'"),

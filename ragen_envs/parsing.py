@@ -24,8 +24,9 @@ unclosed tags is quadratic, and model output is hostile input.
 
 from __future__ import annotations
 
-import json
 from typing import Any, NamedTuple
+
+import orjson
 
 RESPONSE_FORMATS = ("think", "answer", "raw", "tool")
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -175,15 +176,16 @@ def tool_call_bodies(answer: str, limit: int | None = None) -> list[str]:
 
 
 def _load_json(text: str) -> tuple[Any, str]:
-    """``(value, "")`` for JSON text, else ``(None, why not)``; never raises."""
+    """``(value, "")`` for JSON text, else ``(None, why not)``; never raises.
+
+    orjson (a required dependency) rather than the stdlib: 4.5x faster on a call's body (0.7 vs 3.3 µs; the tool
+    format's step cost: docs/benchmarks.md, "Tool format"), and its depth limit (1,024) answers deeply nested
+    input with an error instead of a recursion.
+    """
     try:
-        return json.loads(text), ""
-    except RecursionError:  # the C decoder's guard against deeply nested input
-        return None, "nested too deeply"
-    except json.JSONDecodeError as error:
+        return orjson.loads(text), ""
+    except orjson.JSONDecodeError as error:
         return None, f"not valid JSON ({error.msg} at character {error.pos})"
-    except ValueError as error:  # e.g. an integer too long to convert
-        return None, f"not valid JSON ({str(error)[:80]})"
 
 
 def decode_tool_call(body: str) -> tuple[str, dict[str, Any]] | str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragen_envs.parsing import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, decode_tool_call, tool_call_bodies
@@ -39,6 +39,10 @@ class ActionTool:
     """The argument's values when they are a fixed set (the schema's ``enum``); the env still judges the value."""
     accepts_numbers: bool = False
     """Whether a JSON number is accepted for the argument (written as JSON writes it: ``42``, ``0.5``)."""
+    prefix: str = field(init=False, repr=False, compare=False)
+    """The template's text before ``{}`` (set from ``template``)."""
+    suffix: str = field(init=False, repr=False, compare=False)
+    """The template's text after ``{}`` (set from ``template``)."""
 
     def __post_init__(self) -> None:
         for field_name in ("name", "parameter"):
@@ -47,6 +51,9 @@ class ActionTool:
                 raise ValueError(f"ActionTool {field_name} must be letters, digits and '_', got {value!r}")
         if self.template.count("{}") != 1:
             raise ValueError(f"ActionTool {self.name!r}: template must hold one '{{}}', got {self.template!r}")
+        prefix, suffix = self.template.split("{}")
+        object.__setattr__(self, "prefix", prefix)  # derived once: read on every call
+        object.__setattr__(self, "suffix", suffix)
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -62,25 +69,22 @@ class ActionTool:
 
     def action(self, arguments: dict[str, Any]) -> tuple[str, str]:
         """``(action string, "")`` for a call's arguments, or ``("", why they are refused)``."""
+        value = arguments.get(self.parameter)
+        if isinstance(value, str) and len(arguments) == 1:  # the common case, checked first: one string argument
+            return f"{self.prefix}{value}{self.suffix}", ""
         kind = "a string or a number" if self.accepts_numbers else "a string"
         if self.parameter not in arguments:
             return "", f"tool {self.name!r} needs the argument {self.parameter!r} ({kind})"
         extra = next((key for key in arguments if key != self.parameter), None)
         if extra is not None:
             return "", f"tool {self.name!r} takes only {self.parameter!r}, not {extra[:40]!r}"
-        value = arguments[self.parameter]
-        if isinstance(value, str):
-            text = value
-        elif self.accepts_numbers and isinstance(value, (int, float)) and not isinstance(value, bool):
-            text = json.dumps(value)
-        else:
-            return "", f"argument {self.parameter!r} of tool {self.name!r} must be {kind}, got {_json_kind(value)}"
-        prefix, suffix = self.template.split("{}")
-        return f"{prefix}{text}{suffix}", ""
+        if self.accepts_numbers and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return f"{self.prefix}{json.dumps(value)}{self.suffix}", ""
+        return "", f"argument {self.parameter!r} of tool {self.name!r} must be {kind}, got {_json_kind(value)}"
 
     def argument(self, action: str) -> str | None:
         """The argument that writes ``action`` through this tool's template, or None when it does not fit."""
-        prefix, suffix = self.template.split("{}")
+        prefix, suffix = self.prefix, self.suffix
         fits = (
             len(action) >= len(prefix) + len(suffix)
             and action[: len(prefix)].casefold() == prefix.casefold()

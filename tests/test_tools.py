@@ -121,8 +121,8 @@ def test_refused_and_unknown_calls_cost_one_penalty_and_the_others_are_still_pla
     assert not info["action_is_valid"] and info["action_is_effective"]
     assert info["parsed_actions"] == ["inc", "{oops", "fly"]  # the limit is 3 calls; a refused one as written
     assert obs.splitlines() == [
-        "Tool call 2 was refused: the tool call is not valid JSON (Expecting property name enclosed in double quotes "
-        "at character 1).",
+        "Tool call 2 was refused: the tool call is not valid JSON (unexpected character, expected a string key at "
+        "character 1).",
         "Unknown action(s) 'fly' were ignored.",
         f"count={start + 1}",
     ]
