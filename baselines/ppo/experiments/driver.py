@@ -16,12 +16,74 @@ import subprocess
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
 MODEL = ROOT / "baselines" / "tiny" / "model"
+
+
+@dataclass(frozen=True)
+class DesignRun:
+    """One training run of a design. A design subclasses it in its own module, whose ``DATA``, ``SCRATCH``,
+    ``SETTING``, ``ARMS``, ``COMMAND`` and optionally ``MODEL`` the run reads (looked up at use, so a test can point them
+    elsewhere)."""
+
+    stage: int
+    arm: str
+    coef: float
+    seed: int
+
+    @property
+    def design(self) -> ModuleType:
+        """The module of the design this run belongs to."""
+        return sys.modules[type(self).__module__]
+
+    @property
+    def name(self) -> str:
+        """The run's name, ``stage<N>/<arm>_c<coef>/seed<S>``, also its path under the data and scratch folders."""
+        return f"stage{self.stage}/{self.arm}_c{self.coef:g}/seed{self.seed}"
+
+    @property
+    def data(self) -> Path:
+        """The run's data file, written when it finishes."""
+        return self.design.DATA / f"{self.name}.json"
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The run's identity as its data file records it."""
+        return {"stage": self.stage, "arm": self.arm, "entropy_coef": self.coef, "seed": self.seed}
+
+    def config(self, out_dir: Path):
+        """The learner config of this run, writing its logs and checkpoint to ``out_dir``."""
+        from baselines.ppo.config import PPOConfig
+
+        d = self.design
+        values = {**d.SETTING, **d.ARMS[self.arm], "entropy_coef": self.coef, "seed": self.seed}
+        model = getattr(d, "MODEL", MODEL)  # the shipped tiny model unless the design names another
+        return PPOConfig.from_dict({**values, "model": str(model), "out_dir": str(out_dir)})
+
+
+def load_run(run: DesignRun) -> dict | None:
+    """The run's data record, or None while it has not finished."""
+    return json.loads(run.data.read_text()) if run.data.exists() else None
+
+
+def execute_run(run: DesignRun) -> str:
+    """Train one run (resuming its checkpoint) and write its data file; returns its name."""
+    scratch = run.design.SCRATCH / run.name
+    train_and_record(run.config(scratch), scratch, run.data, run.fields, run.design.COMMAND)
+    return run.name
+
+
+def copy_reused_run(run: DesignRun, source: DesignRun) -> None:
+    """Store ``source``'s data as ``run``'s (the same run under the design's other name)."""
+    record = load_run(source)
+    record["run"] = run.fields
+    record["reused_from"] = source.name
+    write_record(run.data, record)
 
 
 def commit_of(path: Path | None) -> str:

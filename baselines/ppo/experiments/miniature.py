@@ -46,14 +46,19 @@ Design (fixed before the main runs produced data; the outcome and test definitio
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from baselines.ppo.experiments.driver import MODEL, ROOT, cli, train_and_record, write_record
+from baselines.ppo.experiments.driver import MODEL as MODEL  # the model its runs train (a test points it elsewhere)
+from baselines.ppo.experiments.driver import (
+    ROOT,
+    DesignRun,
+    cli,
+    copy_reused_run,
+    execute_run,
+    load_run,
+)
 
 DATA = ROOT / "docs" / "results" / "data" / "miniature"
 SCRATCH = ROOT / "runs" / "miniature"
@@ -102,36 +107,11 @@ MI_PROXIES = ("mi_estimate", "mi_estimate_seq", "mi_zscore", "mi_zscore_seq", "r
               "retrieval_accuracy_itt")  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Run:
-    """One training run of the design."""
-
-    stage: int
-    arm: str
-    coef: float
-    seed: int
-
-    @property
-    def name(self) -> str:
-        """The run's name, ``stage<N>/<arm>_c<coef>/seed<S>``, also its path under the data and scratch folders."""
-        return f"stage{self.stage}/{self.arm}_c{self.coef:g}/seed{self.seed}"
-
-    @property
-    def data(self) -> Path:
-        """The run's data file, written when it finishes."""
-        return DATA / f"{self.name}.json"
-
-    def config(self, out_dir: Path):
-        """The learner config of this run, writing its logs and checkpoint to ``out_dir``."""
-        from baselines.ppo.config import PPOConfig
-
-        values = {**SETTING, **ARMS[self.arm], "entropy_coef": self.coef, "seed": self.seed}
-        return PPOConfig.from_dict({**values, "model": str(MODEL), "out_dir": str(out_dir)})
+class Run(DesignRun):
+    """One training run of the miniature."""
 
 
-def load(run: Run) -> dict | None:
-    """The run's data record, or None while it has not finished."""
-    return json.loads(run.data.read_text()) if run.data.exists() else None
+load = load_run
 
 
 def outcome(rows: list[dict], name: str) -> float:
@@ -205,20 +185,10 @@ def reused_from(run: Run, c_star: float | None) -> Run | None:
     return None
 
 
-def execute(run: Run) -> str:
-    """Train one run (resuming its checkpoint) and write its data file; returns its name."""
-    scratch = SCRATCH / run.name
-    fields = {"stage": run.stage, "arm": run.arm, "entropy_coef": run.coef, "seed": run.seed}
-    train_and_record(run.config(scratch), scratch, run.data, fields, COMMAND)
-    return run.name
+execute = execute_run
 
 
-def copy_reused(run: Run, source: Run) -> None:
-    """Store ``source``'s data as ``run``'s (the same run under the design's other name)."""
-    record = load(source)
-    record["run"] = {"stage": run.stage, "arm": run.arm, "entropy_coef": run.coef, "seed": run.seed}
-    record["reused_from"] = source.name
-    write_record(run.data, record)
+copy_reused = copy_reused_run
 
 
 def status() -> tuple[float | None, str, list[Run], list[Run]]:
