@@ -149,6 +149,11 @@ def mixed_model(by_cell: dict[str, dict[int, list[dict]]]) -> list[str]:
     return lines
 
 
+def commits(runs: list) -> list[str]:
+    """The distinct code commits the finished runs were made at."""
+    return sorted({(R.load(run) or {}).get("code_commit", "unknown") for run in runs})
+
+
 def page() -> str:
     """The results page's markdown."""
     c_star, why, done, todo = R.status()
@@ -163,7 +168,9 @@ def page() -> str:
         "with few groups carrying reward spread, pushes the policy off its format). It is called template collapse "
         "only for runs that meet the strict pattern (input dependence lost with format and success kept).",
         "",
-        f"**Status**: c* = {c_star} ({why}); {len(done)} runs finished, {len(todo)} to go.",
+        f"**Status**: c* = {c_star} ({why}); {len(done)} runs finished, {len(todo)} to go. Code commit(s) of the "
+        f"finished runs: {', '.join(commits(done)) or 'none yet'} (a run's data file records its commit, model and "
+        "command; continue the design from the same code so every seed's arms share it).",
         "",
         "## Stage 0: calibration (no filter)",
         "",
