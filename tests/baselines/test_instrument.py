@@ -74,4 +74,6 @@ def test_the_checks_pass_only_when_mi_falls_and_entropy_does_not():
     assert not IR.falls([0.5, 0.5, 0.3, 0.1, 0.0])
     assert IR.falls([0.5, 0.4, 0.3, 0.1, 0.0])
     entropy_falls = [0.9, 0.7, 0.5, 0.3, 0.1]
-    assert not IR.does_not_fall(entropy_falls, [(0.85, 0.95)] * 5)
+    assert not IR.does_not_fall(entropy_falls, [(0.9, 0.9)] + [(m - 0.05, m + 0.05) for m in entropy_falls[1:]])
+    # a dip well inside the full dose's draw spread is not a fall (the undosed value is one draw, no width)
+    assert IR.does_not_fall([0.259, 0.26, 0.258, 0.259, 0.258], [(0.259, 0.259)] + [(0.245, 0.268)] * 4)

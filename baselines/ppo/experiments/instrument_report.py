@@ -58,8 +58,10 @@ def falls(means: list[float]) -> bool:
 
 
 def does_not_fall(means: list[float], intervals: list[tuple[float, float]]) -> bool:
-    """Whether the signal at the full dose is not below its undosed value beyond the draws' spread."""
-    return means[-1] >= intervals[0][0] or means[-1] >= means[0]
+    """Whether the signal at the full dose is not below its undosed value beyond the full dose's own draw spread:
+    the undosed value is at or under the full dose's 97.5th percentile. (The undosed value is one draw, so its
+    interval has no width and cannot be the yardstick.)"""
+    return intervals[-1][1] >= means[0]
 
 
 def checks(record: dict) -> dict[str, bool]:
@@ -183,7 +185,11 @@ def page(records: list[dict]) -> str:
                          f"{math.log(vocab):.2f}): the scored text is off its distribution and the MI family is noise.")  # fmt: skip
         lines.append("")
     passed = sum(all(r.values()) for _, r in verdicts)
-    lines[6:6] = [f"**Result.** {passed} of {len(verdicts)} (env, scorer path) cases pass every check."
+    lines[6:6] = [f"**Result.** {passed} of {len(verdicts)} (env, scorer path) cases pass every check. (The rule for "
+                  "\"does not fall\" was corrected after the first build of this page: it compared the full dose "
+                  "with the undosed value's interval, which has no width (one draw), so token-entropy dips of 0.001 "
+                  "nats on FrozenLake and Sokoban counted as falls; it now asks whether the undosed value lies within "
+                  "the full dose's own draw spread.)"
                   + ("" if passed == len(verdicts) else " Failing: " + "; ".join(
                       f"{n} ({', '.join(k for k, ok in r.items() if not ok)})" for n, r in verdicts if not all(r.values())
                   ) + "."), ""]  # fmt: skip
@@ -193,6 +199,10 @@ def page(records: list[dict]) -> str:
         "- The scorer must score text on its own distribution. Scored off it the MI family is noise: the env "
         "oracle's FrozenLake reasoning, which the tiny model never writes, gets about −13.9 nats/token under the "
         "tiny model, below a uniform guess over its vocabulary. The page warns where q = 0 is below uniform.",
+        "- The MI estimate of fully input-agnostic reasoning is at or below 0, not exactly 0: a reasoning's mean "
+        "log-prob under its own prompt is at most the log of its mean probability over all prompts (Jensen), so the "
+        "estimate goes negative where the scorer's log-prob varies strongly across prompts (Sokoban here). Read "
+        "retrieval against its chance level beside it.",
         "- The dose replaces reasoning with the model's marginal; a policy that collapses onto one template is a "
         "special case (a marginal with little spread) and moves the same proxies.",
         "",
