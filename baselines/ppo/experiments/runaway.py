@@ -54,6 +54,7 @@ import sys
 
 import numpy as np
 
+from baselines.ppo.experiments import miniature
 from baselines.ppo.experiments.driver import MODEL as MODEL  # the model its runs train (a test points it elsewhere)
 from baselines.ppo.experiments.driver import (
     ROOT,
@@ -68,20 +69,12 @@ DATA = ROOT / "docs" / "results" / "data" / "runaway"
 SCRATCH = ROOT / "runs" / "runaway"
 COMMAND = "python -m baselines.ppo.experiments.runaway --jobs 2"
 
-SETTING = dict(
-    env_id="ragen/Bandit-v0", env_kwargs={"risky_prob": 1.0}, advantage="grpo", actor_lr=2e-4,
-    prompts_per_iteration=16, samples_per_prompt=4, max_new_tokens=64, iterations=24, ppo_epochs=1,
-    minibatch_size=64, micro_batch_size=16, mi_every=2, mi_samples=64, mi_schemes=["first_turn"],
-    mi_probe_seeds=16, mi_probe_samples=4, grad_buckets_every=0, kl_coef=0.0, temperature=1.0, dtype="float32",
-    device="cpu", cpu_threads=1, tensorboard=False, checkpoint_every=1,
-)  # fmt: skip
-ARMS = {
-    "no_filter": dict(filter_mode="top_p", filter_value=1.0, filter_include_zero=True),
-    "filter": dict(filter_mode="top_p", filter_value=0.9, filter_prob_mode="linear", filter_spread="std",
-                   filter_include_zero=False, filter_eps=0.01),
-    "random_drop": dict(filter_mode="top_p", filter_value=0.9, filter_prob_mode="linear", filter_spread="std",
-                        filter_include_zero=False, filter_eps=0.01, filter_selection="random"),
+# the miniature's setting and arms, for 24 iterations with MI every 2 on the fixed probe (no gradient buckets)
+SETTING = {
+    **miniature.SETTING, "iterations": 24, "mi_every": 2, "mi_probe_seeds": 16, "mi_probe_samples": 4,
+    "grad_buckets_every": 0,
 }  # fmt: skip
+ARMS = miniature.ARMS
 CALIBRATION = (0.06, 0.07, 0.08)
 CALIBRATION_SEEDS = (0, 1, 2)
 HARMED = 0.5
