@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from baselines.ppo.experiments import miniature as M
-from baselines.ppo.experiments.stats import bootstrap_ci, holm, sign_flip_p, spearman
+from baselines.ppo.experiments.stats import hypothesis_lines, paired_tests, spearman
 from harness.training_report import plot_curves
 
 RESULTS = M.ROOT / "docs" / "results"
@@ -63,33 +63,8 @@ def fmt(x: float, digits: int = 3) -> str:
 def hypothesis_table(cells: dict[str, dict[int, list[dict]]], seeds: tuple[int, ...]) -> tuple[list[str], dict]:
     """The pre-registered tests on the complete ``seeds``: the table's lines and each hypothesis's differences, CI and
     p."""
-    lines = [
-        "| hypothesis | seeds | mean paired difference | bootstrap 95% CI | per-seed differences | p (one-sided) "
-        "| p (Holm, 4) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    results = {}
-    for name, (_, weights) in M.HYPOTHESES.items():
-        usable = [s for s in seeds if all(s in cells.get(c, {}) for c in weights)]
-        diffs = [sum(w * M.outcome(cells[c][s], "retrieval_itt") for c, w in weights.items()) for s in usable]
-        diffs = [d for d in diffs if np.isfinite(d)]
-        if len(diffs) >= 2:
-            p = sign_flip_p(diffs)
-            results[name] = dict(n=len(diffs), mean=float(np.mean(diffs)), ci=bootstrap_ci(diffs), p=p, diffs=diffs)
-        else:
-            results[name] = dict(n=len(diffs), mean=float("nan"), ci=(float("nan"),) * 2, p=float("nan"), diffs=diffs)
-    complete = [n for n in M.HYPOTHESES if np.isfinite(results[n]["p"])]
-    adjusted = dict(zip(complete, holm([results[n]["p"] for n in complete]), strict=True)) if complete else {}
-    for name, (text, _) in M.HYPOTHESES.items():
-        r = results[name]
-        r["holm"] = adjusted.get(name, float("nan"))
-        low, high = r["ci"]
-        per_seed = ", ".join(f"{d:+.2f}" for d in r["diffs"]) or "–"
-        lines.append(
-            f"| ({name}) {text} | {r['n']} | {fmt(r['mean'])} | [{fmt(low)}, {fmt(high)}] | {per_seed} | "
-            f"{fmt(r['p'], 4)} | {fmt(r['holm'], 4)} |"
-        )
-    return lines, results
+    results = paired_tests(M.HYPOTHESES, cells, seeds, lambda rows: M.outcome(rows, "retrieval_itt"))
+    return hypothesis_lines(M.HYPOTHESES, results, fmt), results
 
 
 def verdict(results: dict, seeds_needed: int) -> str:

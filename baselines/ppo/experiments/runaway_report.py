@@ -17,7 +17,7 @@ import numpy as np
 
 from baselines.ppo.experiments import runaway as R
 from baselines.ppo.experiments.driver import ROOT
-from baselines.ppo.experiments.stats import bootstrap_ci, holm, sign_flip_p
+from baselines.ppo.experiments.stats import hypothesis_lines, paired_tests
 from harness.training_report import plot_curves
 
 RESULTS = ROOT / "docs" / "results"
@@ -78,31 +78,8 @@ RUN_HEADER = [
 
 def hypotheses(by_cell: dict[str, dict[int, list[dict]]]) -> tuple[list[str], dict]:
     """The pre-registered tests on the seeds complete in every cell a hypothesis needs."""
-    lines = [
-        "| hypothesis | seeds | mean paired difference | bootstrap 95% CI | per-seed differences | p (one-sided) "
-        "| p (Holm, 3) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    results = {}
-    for name, (_, weights) in R.HYPOTHESES.items():
-        usable = [s for s in R.SEEDS if all(s in by_cell.get(c, {}) for c in weights)]
-        diffs = [sum(w * R.primary(by_cell[c][s]) for c, w in weights.items()) for s in usable]
-        diffs = [d for d in diffs if np.isfinite(d)]
-        if len(diffs) >= 2:
-            results[name] = dict(n=len(diffs), mean=float(np.mean(diffs)), ci=bootstrap_ci(diffs), p=sign_flip_p(diffs),
-                                 diffs=diffs)  # fmt: skip
-        else:
-            results[name] = dict(n=len(diffs), mean=float("nan"), ci=(float("nan"),) * 2, p=float("nan"), diffs=diffs)
-    complete = [n for n in R.HYPOTHESES if np.isfinite(results[n]["p"])]
-    adjusted = dict(zip(complete, holm([results[n]["p"] for n in complete]), strict=True)) if complete else {}
-    for name, (text, _) in R.HYPOTHESES.items():
-        r = results[name]
-        r["holm"] = adjusted.get(name, float("nan"))
-        low, high = r["ci"]
-        per_seed = ", ".join(f"{d:+.2f}" for d in r["diffs"]) or "–"
-        lines.append(f"| ({name}) {text} | {r['n']} | {fmt(r['mean'])} | [{fmt(low)}, {fmt(high)}] | {per_seed} | "
-                     f"{fmt(r['p'], 4)} | {fmt(r['holm'], 4)} |")  # fmt: skip
-    return lines, results
+    results = paired_tests(R.HYPOTHESES, by_cell, R.SEEDS, R.primary)
+    return hypothesis_lines(R.HYPOTHESES, results, fmt), results
 
 
 def decision(results: dict) -> str:

@@ -73,3 +73,44 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     if ra.std() == 0 or rb.std() == 0:
         return float("nan")
     return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def paired_tests(hypotheses: dict, cells: dict, seeds: Sequence[int], outcome) -> dict[str, dict]:
+    """A design's hypotheses on its per-seed outcomes.
+
+    ``hypotheses``: name -> (description, {cell: weight}); the paired difference of a seed is
+    Σ weight · ``outcome(cells[cell][seed])``, over the ``seeds`` complete in every cell the hypothesis names.
+    Per hypothesis: ``n``, ``mean``, bootstrap ``ci``, one-sided sign-flip ``p`` (NaN below 2 seeds), the
+    ``diffs`` and ``holm`` (Holm over the hypotheses that have a p).
+    """
+    results = {}
+    for name, (_, weights) in hypotheses.items():
+        usable = [s for s in seeds if all(s in cells.get(c, {}) for c in weights)]
+        diffs = [sum(w * outcome(cells[c][s]) for c, w in weights.items()) for s in usable]
+        diffs = [float(d) for d in diffs if np.isfinite(d)]
+        if len(diffs) >= 2:
+            results[name] = dict(n=len(diffs), mean=float(np.mean(diffs)), ci=bootstrap_ci(diffs),
+                                 p=sign_flip_p(diffs), diffs=diffs)  # fmt: skip
+        else:
+            results[name] = dict(n=len(diffs), mean=float("nan"), ci=(float("nan"),) * 2, p=float("nan"), diffs=diffs)
+    complete = [n for n in hypotheses if np.isfinite(results[n]["p"])]
+    adjusted = dict(zip(complete, holm([results[n]["p"] for n in complete]), strict=True)) if complete else {}
+    for name in hypotheses:
+        results[name]["holm"] = adjusted.get(name, float("nan"))
+    return results
+
+
+def hypothesis_lines(hypotheses: dict, results: dict[str, dict], fmt) -> list[str]:
+    """Markdown lines of :func:`paired_tests`' results, one row per hypothesis; ``fmt(x, digits=3)`` writes a number."""
+    lines = [
+        "| hypothesis | seeds | mean paired difference | bootstrap 95% CI | per-seed differences | p (one-sided) "
+        f"| p (Holm, {len(hypotheses)}) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, (text, _) in hypotheses.items():
+        r = results[name]
+        low, high = r["ci"]
+        per_seed = ", ".join(f"{d:+.2f}" for d in r["diffs"]) or "–"
+        lines.append(f"| ({name}) {text} | {r['n']} | {fmt(r['mean'])} | [{fmt(low)}, {fmt(high)}] | {per_seed} | "
+                     f"{fmt(r['p'], 4)} | {fmt(r['holm'], 4)} |")  # fmt: skip
+    return lines
