@@ -99,6 +99,7 @@ def execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, 
     except BaseException:  # Ctrl-C or a failed chunk: stop the workers now instead of waiting for their chunks
         processes = list((executor._processes or {}).values())  # no public API kills a pool's running workers
         results = executor._result_queue  # shutdown drops the executor's reference; its manager thread keeps one
+        manager = executor._executor_manager_thread  # likewise
         executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             process.kill()
@@ -108,6 +109,10 @@ def execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, 
         # thread (which interpreter exit joins) would wait for the rest forever. With every worker gone, the parent
         # holds the pipe's last write end: closing it turns that wait into end-of-file, a broken pool it handles.
         results._writer.close()
+        # Let that thread finish closing the pool before the interpreter's exit hook wakes it: Python 3.11's exit hook
+        # can write to the wake-up pipe while the thread is closing it (a traceback at exit, "Bad file descriptor").
+        if manager is not None:
+            manager.join(timeout=30)
         raise
     executor.shutdown()
 
