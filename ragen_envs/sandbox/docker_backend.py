@@ -25,7 +25,7 @@ import tarfile
 import threading
 import time
 import zlib
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, WallClock, as_bytes, classify, launcher_args
@@ -34,6 +34,8 @@ from ragen_envs.sandbox.bwrap import LAUNCHER_SOURCE
 DEFAULT_IMAGE = "ragen-sandbox:local"
 SANDBOX_UID = 65534
 LABEL = "ragen-sandbox.pid"
+START_ATTEMPTS = 3
+"""Containers tried when the runtime refuses to start one (see ``DockerBackend._start``)."""
 _CHUNK = 96 * 1024  # below the kernel's 128 KiB limit on one environment string
 
 # Runs first in the container: rebuild the launcher, program and stdin from the environment, then hand over.
@@ -176,7 +178,8 @@ class DockerBackend(Backend):
         disk = limits.file_size_mb << 20
         command = [self.python, "-I", "-S", "-c", BOOTSTRAP, *launcher_args(limits)]
         tmpfs_opts = f"size={disk},mode=1777,uid={SANDBOX_UID},gid={SANDBOX_UID}"
-        container = self.client.containers.create(
+        create = partial(
+            self.client.containers.create,
             self.image,
             command,
             user=f"{SANDBOX_UID}:{SANDBOX_UID}",
@@ -204,10 +207,9 @@ class DockerBackend(Backend):
             labels={LABEL: str(os.getpid()), "ragen-sandbox.host": socket.gethostname()},
             detach=True,
         )
+        container, sock = self._start(create)
         try:
-            sock = container.attach_socket(params={"stdout": 1, "stderr": 1, "stream": 1})
             raw = getattr(sock, "_sock", sock)
-            container.start()
             started = time.monotonic()
             captured = self._collect(container, raw, limits, started)
             try:
@@ -233,6 +235,29 @@ class DockerBackend(Backend):
             exit_code=exit_code,
             wall_s=time.monotonic() - started,
         )
+
+    def _start(self, create):
+        """A created and started container with its attached output socket.
+
+        runc's init process runs inside the container's pids cgroup before it becomes the program, and its Go
+        runtime's threads count there: under a small ``processes`` limit on a busy machine it can hit the limit and
+        die, and Docker then refuses the start ("cannot start a stopped process"). That is the runtime failing, not
+        the program, so a fresh container is tried, at most ``START_ATTEMPTS`` times; any other error is raised."""
+        docker = _import_docker()
+        for attempt in range(START_ATTEMPTS):
+            container = create()
+            try:
+                sock = container.attach_socket(params={"stdout": 1, "stderr": 1, "stream": 1})
+                container.start()
+                return container, sock
+            except docker.errors.APIError as error:
+                try:
+                    container.remove(force=True)
+                except docker.errors.APIError:
+                    pass
+                if "cannot start a stopped process" not in str(error) or attempt == START_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def _collect(self, container, raw, limits: Limits, started: float) -> Captured:
         """Demultiplex the attach stream into stdout/stderr with the output cap and the wall deadline."""

@@ -198,3 +198,44 @@ def test_the_per_run_secret_is_not_in_the_container_environment(backend):
     res = backend.run(SECRET_PROBE, "x" * 100 + "NONCE-0123456789abcdef")
     assert res.ok, res
     assert res.stdout.strip() == "child 0 self False", res.stdout
+
+
+def test_a_container_the_runtime_refuses_to_start_is_replaced_and_other_errors_are_raised():
+    """runc's init can die under a small pids limit before the program runs; Docker then refuses the start."""
+    docker = pytest.importorskip("docker")
+    from ragen_envs.sandbox.docker_backend import START_ATTEMPTS, DockerBackend
+
+    class Container:
+        def __init__(self, error):
+            self.error, self.removed = error, False
+
+        def attach_socket(self, params):
+            return "socket"
+
+        def start(self):
+            if self.error:
+                raise docker.errors.APIError(self.error)
+
+        def remove(self, force):
+            self.removed = True
+
+    backend = DockerBackend.__new__(DockerBackend)  # no engine needed: only the start protocol is exercised
+    made = []
+
+    def create(errors):
+        def make():
+            made.append(Container(errors[len(made)] if len(made) < len(errors) else None))
+            return made[-1]
+
+        return make
+
+    container, sock = backend._start(create(["cannot start a stopped process: unknown"]))
+    assert container is made[1] and made[0].removed and sock == "socket"
+    made.clear()
+    with pytest.raises(docker.errors.APIError, match="no such image"):
+        backend._start(create(["no such image"]))
+    assert len(made) == 1 and made[0].removed
+    made.clear()
+    with pytest.raises(docker.errors.APIError, match="stopped process"):
+        backend._start(create(["cannot start a stopped process"] * START_ATTEMPTS))
+    assert len(made) == START_ATTEMPTS
