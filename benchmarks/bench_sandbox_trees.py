@@ -1,7 +1,7 @@
 """A CodeExec step on each sandbox backend, this checkout beside another one (e.g. a worktree of an earlier commit).
 
-    git worktree add /tmp/base <commit>
-    python benchmarks/bench_sandbox_trees.py --base /tmp/base --rounds 5 --steps 10 [--docker]
+    git worktree add BASE_DIR COMMIT
+    python benchmarks/bench_sandbox_trees.py --base BASE_DIR --rounds 5 --steps 10 [--docker]
 
 Each round runs, for each backend (``bwrap``, ``pool``, and ``docker`` with ``--docker``, through a private
 dockerd as the tests start it) and for each tree in alternation, a fresh Python process with that tree first on

@@ -15,8 +15,8 @@ import threading
 UID_BASE = 61000
 SLOTS = 2000
 # One fixed machine-wide folder (not $TMPDIR, which may differ between processes), so every process sees every
-# claimed uid; /run where the system has it (cleared at boot), else the system temp folder.
-LOCK_DIR = "/run/ragen-sandbox-uids" if os.path.isdir("/run") else "/tmp/ragen-sandbox-uids"
+# claimed uid: in /run where the system has it (cleared at boot), else in /var/lock, the FHS's folder for locks.
+LOCK_DIR = os.path.join("/run" if os.path.isdir("/run") else "/var/lock", "ragen-sandbox-uids")
 
 _lock = threading.Lock()
 _next = 0
