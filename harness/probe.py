@@ -17,7 +17,7 @@ are read at every iteration, so a change in its MI family is a change of the pol
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -32,10 +32,17 @@ PROBE_SCAN = 4096
 
 def prompt_features(env_id: str, kwargs: dict[str, Any], seed: int) -> dict[str, Hashable]:
     """The named key features of ``env_id``'s first prompt on ``seed``."""
+    return next(features_by_seed(env_id, kwargs, [seed]))[1]
+
+
+def features_by_seed(env_id: str, kwargs: dict[str, Any], seeds: Iterable[int]) -> Iterator[tuple[int, dict]]:
+    """``(seed, features)`` of each seed's first prompt, in order, from one env reset on each seed in turn (an env's
+    episode depends on its seed only, so one env serves them all)."""
     env = gym.make(env_id, **kwargs)
     try:
-        env.reset(seed=seed)
-        return dict(env.unwrapped.prompt_features())
+        for seed in seeds:
+            env.reset(seed=seed)
+            yield seed, dict(env.unwrapped.prompt_features())
     finally:
         env.close()
 
@@ -56,11 +63,11 @@ def probe_seeds(env_id: str, kwargs: dict[str, Any], count: int, start: int = 0)
 
 @lru_cache(maxsize=64)
 def _probe_seeds(env_id: str, kwargs_json: str, count: int, start: int) -> tuple[int, ...]:
-    kwargs = json.loads(kwargs_json)
-    scanned = [(seed, prompt_features(env_id, kwargs, seed)) for seed in range(start, start + PROBE_SCAN)]
+    scanned: list[tuple[int, dict]] = []  # the seeds read so far; the second pass needs them all
     taken: dict[str, set] = {}
     kept: list[int] = []
-    for seed, features in scanned:  # every feature new
+    for seed, features in features_by_seed(env_id, json.loads(kwargs_json), range(start, start + PROBE_SCAN)):
+        scanned.append((seed, features))  # first: every feature new (the scan stops as soon as count are kept)
         if not any(value in taken.get(name, ()) for name, value in features.items()):
             kept.append(seed)
             for name, value in features.items():
@@ -122,12 +129,10 @@ def batch_ceilings(records: Sequence[dict]) -> dict[str, float]:
     eligible = [r for r in records if r["turns"] and r["turns"][0].get("reasoning")]
     if not eligible:
         return {}
-    column_of: dict[int, int] = {}
-    features: list[dict[str, Hashable]] = []
-    for record in eligible:
-        if record["seed"] not in column_of:
-            column_of[record["seed"]] = len(features)
-            features.append(prompt_features(record["env_id"], record.get("env_kwargs") or {}, record["seed"]))
+    seeds = list(dict.fromkeys(r["seed"] for r in eligible))  # the columns, in first-seen order
+    first = eligible[0]  # one batch is one env with one set of arguments
+    features = [f for _, f in features_by_seed(first["env_id"], first.get("env_kwargs") or {}, seeds)]
+    column_of = {seed: j for j, seed in enumerate(seeds)}
     own = [column_of[r["seed"]] for r in eligible]
     out = {f"ceiling/{name}": value for name, value in feature_ceilings(features, own).items()}
     out["shared_features"] = float(shares_features(features))
