@@ -138,7 +138,11 @@ Memo = dict[tuple[str, str], tuple[float, int]]
 def score_pairs(agent: Agent, pairs: Pairs, memo: Memo | None = None) -> dict[str, Estimate]:
     """Cross-score the texts under the contexts with ``agent`` (every entry, or ``pairs.scored``) and compute
     the family (:func:`pair_matrix`, then :func:`harness.collapse.collapse_metrics`)."""
-    sums, counts = pair_matrix(agent, pairs, memo)
+    return pair_family(pairs, *pair_matrix(agent, pairs, memo))
+
+
+def pair_family(pairs: Pairs, sums: np.ndarray, counts: np.ndarray) -> dict[str, Estimate]:
+    """The MI family of the pairs' scored matrix (per-token and ``_seq``)."""
     return collapse_metrics(sums / counts, pairs.own, logp_sum=sums, equivalent=pairs.equivalent, scored=pairs.scored)
 
 
@@ -249,11 +253,13 @@ def collapse_for(
     mi_columns: int | None = None,
     *,
     schemes: Sequence[str] = SCHEMES,
+    memo: Memo | None = None,
 ) -> dict[str, dict[str, Estimate] | str]:
     """The schemes (both by default) for one (agent, env) batch: a metrics dict, or the reason it is unavailable
     (also when the agent's scores cannot support the family: one batch never sinks a run).
 
     ``mi_columns``: score each row under that many columns (its own and uniformly drawn others) instead of all.
+    ``memo``: scores of the same agent kept from an earlier call (e.g. the same episodes under other sampler seeds).
     The learner calls this too (its episodes as records, its policy as the agent), so training-time and
     evaluation-time MI are one estimator.
     """
@@ -261,7 +267,7 @@ def collapse_for(
     if unknown:
         raise ValueError(f"schemes must be among {SCHEMES}, got {unknown[0]!r}")
     out: dict[str, dict[str, Estimate] | str] = {}
-    memo: Memo = {}
+    memo = {} if memo is None else memo
     for scheme in schemes:
         if mi_samples == 0:
             out[scheme] = "disabled (mi_samples = 0)"
@@ -280,8 +286,7 @@ def collapse_for(
             if mi_columns is not None:
                 pairs = subsample_columns(pairs, rng, mi_columns)
             sums, counts = pair_matrix(agent, pairs, memo)
-            family = collapse_metrics(sums / counts, pairs.own, logp_sum=sums, equivalent=pairs.equivalent,
-                                      scored=pairs.scored)  # fmt: skip
+            family = pair_family(pairs, sums, counts)
             if scheme == "trajectory" and pairs.scored is None:
                 spread = draw_bootstrap(sums, counts, pairs.equivalent, rng)
                 family = {

@@ -171,3 +171,16 @@ def test_the_tiny_models_mi_is_the_same_from_two_checkout_paths(tmp_path, monkey
     for scheme in ("first_turn", "trajectory"):
         for key, estimate in relative[scheme].items():
             assert estimate.value == pytest.approx(absolute[scheme][key].value, abs=1e-9, nan_ok=True), (scheme, key)
+
+
+def test_a_memo_shared_across_calls_scores_each_pair_once_and_changes_no_number():
+    episodes = [record(s, k, [f"r{s}{k} x", f"q{s}{k} y"]) for s in range(6) for k in range(2)]
+    fresh = [collapse_for(Recording(), episodes, run_seed=seed, mi_samples=16) for seed in range(3)]
+    agent, memo = Recording(), {}
+    shared = [collapse_for(agent, episodes, run_seed=seed, mi_samples=16, memo=memo) for seed in range(3)]
+    for a, b in zip(fresh, shared, strict=True):
+        for scheme in ("first_turn", "trajectory"):
+            assert {k: (e.value, e.stderr) for k, e in a[scheme].items()} == {
+                k: (e.value, e.stderr) for k, e in b[scheme].items()
+            }
+    assert agent.entries == len(memo)  # every (context, text) pair sent to the agent once over the three calls
