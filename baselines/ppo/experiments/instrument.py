@@ -136,30 +136,6 @@ def dose_response(records: list[dict], agent, draws: int, seed: int = 0) -> dict
 SAMPLER_SEEDS = 20
 
 
-class CachedScorer:
-    """An agent's ``score_matrix`` with every (context, text) entry scored once across calls (the sampler seeds
-    redraw mostly the same turns)."""
-
-    can_score = True
-
-    def __init__(self, agent) -> None:
-        self.agent, self.spec = agent, agent.spec
-        self.cache: dict[tuple[str, str], tuple[float, float]] = {}
-
-    def score_matrix(self, contexts, texts, wanted=None):
-        """The agent's ``(sums, counts)`` for ``texts × contexts``, scoring only entries not seen before."""
-        keys = [c.key() for c in contexts]
-        missing_texts = [t for t in dict.fromkeys(texts) if any((k, t) not in self.cache for k in keys)]
-        if missing_texts:
-            sums, counts = self.agent.score_matrix(contexts, missing_texts)
-            for i, text in enumerate(missing_texts):
-                for j, key in enumerate(keys):
-                    self.cache[(key, text)] = (float(sums[i][j]), float(counts[i][j]))
-        sums = np.array([[self.cache[(k, t)][0] for k in keys] for t in texts])
-        counts = np.array([[self.cache[(k, t)][1] for k in keys] for t in texts])
-        return sums, counts
-
-
 def sampler_spread(records: list[dict], agent, seeds: int = SAMPLER_SEEDS, mi_samples: int = 64) -> dict:
     """The trajectory scheme on the same episodes with ``seeds`` sampler seeds: per proxy, the spread of the
     values over the seeds beside the mean standard error each seed reported (the draw-level bootstrap)."""
@@ -167,9 +143,9 @@ def sampler_spread(records: list[dict], agent, seeds: int = SAMPLER_SEEDS, mi_sa
 
     values: dict[str, list[float]] = {}
     errors: dict[str, list[float]] = {}
-    memo_agent = CachedScorer(agent)
+    memo: dict = {}  # the seeds redraw mostly the same turns: each (context, text) is scored once
     for seed in range(seeds):
-        family = collapse_for(memo_agent, records, run_seed=seed, mi_samples=mi_samples, schemes=["trajectory"])
+        family = collapse_for(agent, records, run_seed=seed, mi_samples=mi_samples, schemes=["trajectory"], memo=memo)
         metrics = family["trajectory"]
         if isinstance(metrics, str):
             return {"unavailable": metrics}
