@@ -28,7 +28,7 @@ MODEL = ROOT / "baselines" / "tiny" / "model"
 @dataclass(frozen=True)
 class DesignRun:
     """One training run of a design. A design subclasses it in its own module, whose ``DATA``, ``SCRATCH``,
-    ``SETTING``, ``ARMS``, ``COMMAND`` and optionally ``MODEL`` the run reads (looked up at use, so a test can point them
+    ``SETTING``, ``ARMS``, ``MODEL`` and ``COMMAND`` the run reads (looked up at use, so a test can point them
     elsewhere)."""
 
     stage: int
@@ -62,8 +62,14 @@ class DesignRun:
 
         d = self.design
         values = {**d.SETTING, **d.ARMS[self.arm], "entropy_coef": self.coef, "seed": self.seed}
-        model = getattr(d, "MODEL", MODEL)  # the shipped tiny model unless the design names another
-        return PPOConfig.from_dict({**values, "model": str(model), "out_dir": str(out_dir)})
+        return PPOConfig.from_dict({**values, "model": str(d.MODEL), "out_dir": str(out_dir)})
+
+
+def split_done(runs: list[DesignRun]) -> tuple[list[DesignRun], list[DesignRun]]:
+    """A design's planned runs split into those finished (their data file exists) and those still to do (a run whose
+    coefficient is negative waits for c*)."""
+    done = [r for r in runs if r.coef >= 0 and r.data.exists()]
+    return done, [r for r in runs if r not in done]
 
 
 def load_run(run: DesignRun) -> dict | None:

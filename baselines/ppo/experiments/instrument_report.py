@@ -18,7 +18,7 @@ import numpy as np
 
 from baselines.ppo.experiments.driver import ROOT
 from baselines.ppo.experiments.instrument import BLIND, DATA, DOSES, FALLS
-from baselines.ppo.experiments.stats import spearman
+from baselines.ppo.experiments.stats import fmt, spearman
 
 RESULTS = ROOT / "docs" / "results"
 PAGE = RESULTS / "instrument.md"
@@ -83,11 +83,6 @@ def dose_spearman(record: dict, key: str) -> float:
             xs.append(q)
             ys.append(draw.get(key, np.nan))
     return spearman(xs, ys)
-
-
-def fmt(x: float, digits: int = 3) -> str:
-    """A number for the tables; "–" when missing."""
-    return "–" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
 def sampler_lines(spread: dict | None) -> list[str]:

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from baselines.ppo.experiments import miniature as M
-from baselines.ppo.experiments.stats import hypothesis_lines, paired_tests, spearman
+from baselines.ppo.experiments.stats import fmt, hypothesis_lines, paired_tests, spearman
 from harness.training_report import plot_curves
 
 RESULTS = M.ROOT / "docs" / "results"
@@ -55,16 +55,11 @@ def stage1(c_star: float | None) -> dict[str, dict[int, list[dict]]]:
     return out
 
 
-def fmt(x: float, digits: int = 3) -> str:
-    """A number for the tables, to ``digits`` decimals; "–" for a missing or non-finite value."""
-    return "–" if x is None or not np.isfinite(x) else f"{x:+.{digits}f}" if x < 0 else f"{x:.{digits}f}"
-
-
 def hypothesis_table(cells: dict[str, dict[int, list[dict]]], seeds: tuple[int, ...]) -> tuple[list[str], dict]:
     """The pre-registered tests on the complete ``seeds``: the table's lines and each hypothesis's differences, CI and
     p."""
     results = paired_tests(M.HYPOTHESES, cells, seeds, lambda rows: M.outcome(rows, "retrieval_itt"))
-    return hypothesis_lines(M.HYPOTHESES, results, fmt), results
+    return hypothesis_lines(M.HYPOTHESES, results), results
 
 
 def verdict(results: dict, seeds_needed: int) -> str:

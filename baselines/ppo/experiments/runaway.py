@@ -63,6 +63,7 @@ from baselines.ppo.experiments.driver import (
     copy_reused_run,
     execute_run,
     load_run,
+    split_done,
 )
 
 DATA = ROOT / "docs" / "results" / "data" / "runaway"
@@ -213,10 +214,7 @@ execute = execute_run
 def status() -> tuple[float | None, str, list[Run], list[Run]]:
     """Where the experiment stands: c* and why, the runs finished and the runs still to do."""
     c_star, why = calibrate(stage0_rows())
-    runs = planned(c_star, stopped=why.startswith("STOP"))
-    done = [r for r in runs if r.coef >= 0 and r.data.exists()]
-    todo = [r for r in runs if r not in done]
-    return c_star, why, done, todo
+    return c_star, why, *split_done(planned(c_star, stopped=why.startswith("STOP")))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ import numpy as np
 
 from baselines.ppo.experiments import runaway as R
 from baselines.ppo.experiments.driver import ROOT
-from baselines.ppo.experiments.stats import hypothesis_lines, paired_tests
+from baselines.ppo.experiments.stats import fmt, hypothesis_lines, paired_tests
 from harness.training_report import plot_curves
 
 RESULTS = ROOT / "docs" / "results"
@@ -31,11 +31,6 @@ CURVE_KEYS = (
     ("actor/token_entropy", "token entropy (nats)"),
     ("rollout/success", "success"),
 )
-
-
-def fmt(x: float | None, digits: int = 3) -> str:
-    """A number for the tables; "–" when missing."""
-    return "–" if x is None or not np.isfinite(x) else f"{x:+.{digits}f}" if x < 0 else f"{x:.{digits}f}"
 
 
 def cells(c_star: float | None) -> dict[str, dict[int, list[dict]]]:
@@ -79,7 +74,7 @@ RUN_HEADER = [
 def hypotheses(by_cell: dict[str, dict[int, list[dict]]]) -> tuple[list[str], dict]:
     """The pre-registered tests on the seeds complete in every cell a hypothesis needs."""
     results = paired_tests(R.HYPOTHESES, by_cell, R.SEEDS, R.primary)
-    return hypothesis_lines(R.HYPOTHESES, results, fmt), results
+    return hypothesis_lines(R.HYPOTHESES, results), results
 
 
 def decision(results: dict) -> str:

@@ -100,8 +100,13 @@ def paired_tests(hypotheses: dict, cells: dict, seeds: Sequence[int], outcome) -
     return results
 
 
-def hypothesis_lines(hypotheses: dict, results: dict[str, dict], fmt) -> list[str]:
-    """Markdown lines of :func:`paired_tests`' results, one row per hypothesis; ``fmt(x, digits=3)`` writes a number."""
+def fmt(x: float | None, digits: int = 3) -> str:
+    """A number for the results pages' tables, to ``digits`` decimals; "–" for a missing or non-finite value."""
+    return "–" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def hypothesis_lines(hypotheses: dict, results: dict[str, dict]) -> list[str]:
+    """Markdown lines of :func:`paired_tests`' results, one row per hypothesis."""
     lines = [
         "| hypothesis | seeds | mean paired difference | bootstrap 95% CI | per-seed differences | p (one-sided) "
         f"| p (Holm, {len(hypotheses)}) |",
