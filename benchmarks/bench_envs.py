@@ -49,19 +49,33 @@ def _think(answer: str) -> str:
 def frozenlake_steps(env_id: str = "ragen/FrozenLake-v0", one_move: bool = True):
     """Episodes replayed from precomputed responses, so the timed part is only ``env.step``."""
     envs = [gym.make(env_id, max_turns=50).unwrapped for _ in range(EPISODES)]
+    if not one_move:
+        return replay(envs, oracle_plans(envs))
     plans = []
     for seed, env in enumerate(envs):
         env.reset(seed=seed)
-        if one_move:
-            layers = bfs_layers(env.lake.size, env.lake.holes, env.lake.goal)
-            moves = shortest_actions(env.lake, layers, env.lake.start, 10**6)
-            plans.append([_think(ACTIONS[a]) for a in moves])
-        else:
-            responses, done = [], False
-            while not done:
-                responses.append(env.oracle_response())
-                done = any(env.step(responses[-1])[2:4])
-            plans.append(responses)
+        layers = bfs_layers(env.lake.size, env.lake.holes, env.lake.goal)
+        moves = shortest_actions(env.lake, layers, env.lake.start, 10**6)
+        plans.append([_think(ACTIONS[a]) for a in moves])
+    return replay(envs, plans)
+
+
+def oracle_plans(envs) -> list[list[str]]:
+    """The oracle's episode of each env on its index as seed, as the responses to replay."""
+    plans = []
+    for seed, env in enumerate(envs):
+        env.reset(seed=seed)
+        responses, done = [], False
+        while not done:
+            responses.append(env.oracle_response())
+            done = any(env.step(responses[-1])[2:4])
+        plans.append(responses)
+    return plans
+
+
+def replay(envs, plans: list[list[str]]):
+    """``(setup, run)``: ``setup`` resets each env on its index as seed; ``run`` steps each env through its planned
+    responses and returns the steps taken."""
 
     def setup() -> None:
         for seed, env in enumerate(envs):

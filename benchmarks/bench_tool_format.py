@@ -17,6 +17,7 @@ import statistics
 import time
 
 import gymnasium as gym
+from bench_envs import oracle_plans, replay
 
 import ragen_envs  # noqa: F401  (registers the ids)
 
@@ -28,26 +29,7 @@ FORMATS = ("think", "tool")
 def oracle_steps(env_id: str, response_format: str):
     """``(setup, run)``: ``run`` replays each seed's oracle episode in ``response_format`` and returns the steps."""
     envs = [gym.make(env_id, response_format=response_format).unwrapped for _ in range(SEEDS)]
-    plans = []
-    for seed, env in enumerate(envs):
-        env.reset(seed=seed)
-        responses, done = [], False
-        while not done:
-            responses.append(env.oracle_response())
-            done = any(env.step(responses[-1])[2:4])
-        plans.append(responses)
-
-    def setup() -> None:
-        for seed, env in enumerate(envs):
-            env.reset(seed=seed)
-
-    def run() -> int:
-        for env, responses in zip(envs, plans, strict=True):
-            for response in responses:
-                env.step(response)
-        return sum(map(len, plans))
-
-    return setup, run
+    return replay(envs, oracle_plans(envs))
 
 
 def main(argv: list[str] | None = None) -> int:
