@@ -114,7 +114,7 @@ def dose_response(records: list[dict], agent, draws: int, seed: int = 0) -> dict
     pool = list(pairs.texts)
     entropy = [by_text[t].get("entropy_sum", np.nan) / max(by_text[t].get("tokens") or 1, 1) for t in pool]
     memo: dict = {}
-    score_pairs(agent, dataclasses.replace(pairs, texts=pool), memo)  # every pool text under every probe prompt
+    score_pairs(agent, pairs, memo)  # dense: every pool text under every probe prompt, so each dose only looks up
     rng = np.random.default_rng(seed)
     out: dict = {"doses": list(DOSES), "draws": draws, "rows": len(pool), "prompts": len(pairs.contexts), "by_dose": {}}
     for q in DOSES:
