@@ -25,7 +25,7 @@ import torch
 
 from baselines.ppo.generation import STOP_TEXT, sequence_logprobs
 from baselines.ppo.rollout import Episode, collect_rollouts, prompt_ids
-from harness.agents.vllm_agent import SEED_MODULUS, engine_arguments, import_vllm, on_cpu, shutdown
+from harness.agents.vllm_agent import SEED_MODULUS, engine_arguments, import_vllm, on_cpu, seeded_generate, shutdown
 from harness.lm.generation import Decoded
 from harness.transcript import Transcript
 from ragen_envs.parsing import format_response
@@ -152,10 +152,7 @@ class VLLMEngine:
             )  # fmt: skip
             for seed in seeds
         ]
-        outputs = []
-        for start, end in self._prefill_batches(prompts):
-            batch = [{"prompt_token_ids": p} for p in prompts[start:end]]
-            outputs += self.llm.generate(batch, params[start:end], use_tqdm=False)
+        outputs = seeded_generate(self.vllm, self.llm, [{"prompt_token_ids": p} for p in prompts], params)
         sampled = []
         for out in outputs:
             completion = out.outputs[0]
@@ -164,27 +161,6 @@ class VLLMEngine:
             stopped = completion.finish_reason == "stop"
             sampled.append(Decoded(ids, tuple(logprobs), (), stopped))  # vLLM returns no full entropies
         return sampled
-
-    def _prefill_batches(self, prompts: list[list[int]]) -> list[tuple[int, int]]:
-        """``(start, end)`` slices of ``prompts`` to submit one after the other.
-
-        On a GPU, one slice. vLLM's CPU build cannot rewind a seeded request's generator when the scheduler splits
-        its prompt across steps (chunked prefill: "CPU Generator does not use offset", and the engine dies), which
-        it does once a batch's prompts exceed one step's token budget; so on CPU each slice's prompts fit one step.
-        Every request keeps its own seed, so the slices sample what one batch would.
-        """
-        if not on_cpu(self.vllm):
-            return [(0, len(prompts))]
-        budget = self.llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
-        slices, start, used = [], 0, 0
-        for i, prompt in enumerate(prompts):
-            if i > start and used + len(prompt) > budget:
-                slices.append((start, i))
-                start, used = i, 0
-            used += len(prompt)
-        if start < len(prompts):
-            slices.append((start, len(prompts)))
-        return slices
 
     def collect(self, iteration: int, groups: list[int]) -> list[Episode]:
         """The shared rollout loop, sampling with the engine."""

@@ -80,6 +80,29 @@ def engine_arguments(vllm, dtype: str, options: dict[str, Any]) -> dict[str, Any
     return args
 
 
+def seeded_generate(vllm, llm, prompts: list[dict], params: list) -> list:
+    """``llm.generate`` of per-request seeded prompts (``{"prompt_token_ids": ...}``), outputs in order.
+
+    vLLM's CPU build cannot rewind a seeded request's generator when the scheduler splits its prompt across steps
+    (chunked prefill: "CPU Generator does not use offset", and the engine dies), which it does once a batch's
+    prompts exceed one step's token budget; so on CPU the prompts go in slices that each fit one step. Every
+    request keeps its own seed, so the slices sample what one batch would. On a GPU, one call.
+    """
+    if not on_cpu(vllm):
+        return llm.generate(prompts, params, use_tqdm=False)
+    budget = llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
+    outputs, start, used = [], 0, 0
+    for i, prompt in enumerate(prompts):
+        size = len(prompt["prompt_token_ids"])
+        if i > start and used + size > budget:
+            outputs += llm.generate(prompts[start:i], params[start:i], use_tqdm=False)
+            start, used = i, 0
+        used += size
+    if start < len(prompts):
+        outputs += llm.generate(prompts[start:], params[start:], use_tqdm=False)
+    return outputs
+
+
 def shutdown(llm) -> None:
     """Stop an ``LLM``'s engine processes now (vLLM 0.32's ``LLM`` has no public close; its engine core does)."""
     core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
@@ -129,7 +152,7 @@ class VLLMAgent(Agent):
             for r in requests
         ]
         prompts = [{"prompt_token_ids": prompt_ids(self.tokenizer, r.context)} for r in requests]
-        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        outputs = seeded_generate(self._vllm, self.llm, prompts, params)
         generations = []
         for out in outputs:
             completion = out.outputs[0]

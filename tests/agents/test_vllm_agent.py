@@ -84,6 +84,25 @@ def test_same_request_seeds_give_the_same_responses_in_any_batch(agents):
 
 
 @pytest.mark.vllm
+def test_a_batch_beyond_one_engine_step_samples_what_each_request_alone_does(agents):
+    """More prompt tokens than one scheduler step takes (on vLLM's CPU build, a split prefill of a seeded request
+    kills the engine): the agent answers all of them, each as it would alone."""
+    from harness.agents.vllm_agent import prompt_ids
+
+    agent, _ = agents
+    budget = agent.llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
+
+    def context(i: int) -> Context:  # distinct long prompts (no shared prefix cache to absorb them)
+        text = f"Game {i}. " + BANDIT.messages[1]["content"] * 12
+        return Context((BANDIT.messages[0], {"role": "user", "content": text}), "<think>")
+
+    count = budget // len(prompt_ids(agent.tokenizer, context(0))) + 2
+    together = agent.generate([Request(context(i), i) for i in range(count)])
+    alone = [agent.generate([Request(context(i), i)])[0] for i in (0, count - 1)]
+    assert len(together) == count and [together[0].text, together[-1].text] == [g.text for g in alone]
+
+
+@pytest.mark.vllm
 def test_sampled_logprobs_equal_the_hf_agents_teacher_forced_ones(agents):
     """vLLM's per-token log-probs of its own samples against transformers teacher forcing at the sampling
     temperature, fp32: within 1e-3."""
