@@ -201,6 +201,33 @@ class WallClock:
         return head
 
 
+class CappedOutput:
+    """A run's stdout and stderr as they arrive, each kept up to ``cap`` bytes (:attr:`exceeded` once a stream
+    wrote more): the one reader every backend feeds. Stderr passes through the run's :class:`WallClock`, which
+    removes the start mark and starts the clock."""
+
+    def __init__(self, cap: int, clock: WallClock) -> None:
+        self.cap = cap
+        self.clock = clock
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+        self.exceeded = False
+
+    def add(self, chunk: bytes, *, stderr: bool) -> None:
+        """Keep what fits of ``chunk`` of one stream; a chunk that does not fit sets :attr:`exceeded`."""
+        if stderr:
+            chunk = self.clock.stderr(chunk)
+        buf = self.stderr if stderr else self.stdout
+        room = self.cap - len(buf)
+        buf += chunk[:room]
+        if len(chunk) > room:
+            self.exceeded = True
+
+    def stderr_closed(self) -> None:
+        """The stderr stream ended: keep the bytes held back as a possible start of the mark."""
+        self.stderr += self.clock.leftover()
+
+
 def supervise(proc: subprocess.Popen, limits: Limits, kill: Callable[[], None], started: float) -> Captured:
     """Read ``proc``'s stdout/stderr (pipes) until it exits, killing it at the deadline or on too much output.
 
@@ -208,15 +235,14 @@ def supervise(proc: subprocess.Popen, limits: Limits, kill: Callable[[], None], 
     clock runs from the program's start (:class:`WallClock`). The exit status and the CPU time of the whole
     reaped tree come from ``wait4``.
     """
-    cap = limits.output_bytes
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    buffers = {out_fd: bytearray(), err_fd: bytearray()}
     sel = selectors.DefaultSelector()
-    for fd in buffers:
+    for fd in (out_fd, err_fd):
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
     clock = WallClock(limits.wall_s, started)
-    timed_out = exceeded = False
+    output = CappedOutput(limits.output_bytes, clock)
+    timed_out = False
     try:
         while sel.get_map():
             remaining = clock.deadline - time.monotonic()
@@ -230,19 +256,13 @@ def supervise(proc: subprocess.Popen, limits: Limits, kill: Callable[[], None], 
                     continue
                 if not chunk:
                     if key.fd == err_fd:
-                        buffers[err_fd] += clock.leftover()
+                        output.stderr_closed()
                     sel.unregister(key.fd)
                     continue
-                if key.fd == err_fd:
-                    chunk = clock.stderr(chunk)
-                buf = buffers[key.fd]
-                room = cap - len(buf)
-                buf += chunk[:room]
-                if len(chunk) > room:
-                    exceeded = True
-            if exceeded:
+                output.add(chunk, stderr=key.fd == err_fd)
+            if output.exceeded:
                 break
-        if timed_out or exceeded:
+        if timed_out or output.exceeded:
             kill()
         status, cpu_s = _wait(proc, clock.deadline)
         if status is None:
@@ -254,11 +274,11 @@ def supervise(proc: subprocess.Popen, limits: Limits, kill: Callable[[], None], 
         proc.stdout.close()
         proc.stderr.close()
     return Captured(
-        stdout=bytes(buffers[out_fd]),
-        stderr=bytes(buffers[err_fd]),
+        stdout=bytes(output.stdout),
+        stderr=bytes(output.stderr),
         returncode=status,
         timed_out=timed_out,
-        output_exceeded=exceeded,
+        output_exceeded=output.exceeded,
         wall_s=time.monotonic() - started,
         cpu_s=cpu_s,
     )

@@ -28,7 +28,17 @@ import zlib
 from functools import lru_cache, partial
 from pathlib import Path
 
-from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, WallClock, as_bytes, classify, launcher_args
+from ragen_envs.sandbox.base import (
+    Backend,
+    CappedOutput,
+    Captured,
+    Limits,
+    Result,
+    WallClock,
+    as_bytes,
+    classify,
+    launcher_args,
+)
 from ragen_envs.sandbox.bwrap import LAUNCHER_SOURCE
 
 DEFAULT_IMAGE = "ragen-sandbox:local"
@@ -261,11 +271,10 @@ class DockerBackend(Backend):
 
     def _collect(self, container, raw, limits: Limits, started: float) -> Captured:
         """Demultiplex the attach stream into stdout/stderr with the output cap and the wall deadline."""
-        cap = limits.output_bytes
-        buffers = {1: bytearray(), 2: bytearray()}
         clock = WallClock(limits.wall_s, started)
+        output = CappedOutput(limits.output_bytes, clock)
         pending = b""
-        timed_out = exceeded = False
+        timed_out = False
         while True:
             remaining = clock.deadline - time.monotonic()
             if remaining <= 0:
@@ -281,7 +290,7 @@ class DockerBackend(Backend):
             except OSError:
                 break
             if not chunk:
-                buffers[2] += clock.leftover()
+                output.stderr_closed()
                 break
             pending += chunk
             while len(pending) >= 8:
@@ -289,16 +298,10 @@ class DockerBackend(Backend):
                 if len(pending) < 8 + size:
                     break
                 frame, pending = pending[8 : 8 + size], pending[8 + size :]
-                if stream != 1:
-                    frame = clock.stderr(frame)
-                buf = buffers.get(stream, buffers[2])
-                room = cap - len(buf)
-                buf += frame[:room]
-                if len(frame) > room:
-                    exceeded = True
-            if exceeded:
+                output.add(frame, stderr=stream != 1)
+            if output.exceeded:
                 break
-        if timed_out or exceeded:
+        if timed_out or output.exceeded:
             # Stop reading first: the daemon does not finish a container whose output it cannot deliver.
             try:
                 raw.shutdown(socket.SHUT_RDWR)
@@ -312,11 +315,11 @@ class DockerBackend(Backend):
             _kill(container)
             status = container.wait(timeout=120)["StatusCode"]
         return Captured(
-            stdout=bytes(buffers[1]),
-            stderr=bytes(buffers[2]),
+            stdout=bytes(output.stdout),
+            stderr=bytes(output.stderr),
             returncode=status,
             timed_out=timed_out,
-            output_exceeded=exceeded,
+            output_exceeded=output.exceeded,
             wall_s=time.monotonic() - started,
         )
 

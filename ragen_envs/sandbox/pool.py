@@ -31,7 +31,17 @@ import time
 from pathlib import Path
 
 from ragen_envs.sandbox import cgroups, seccomp
-from ragen_envs.sandbox.base import Backend, Captured, Limits, Result, WallClock, as_bytes, classify, launcher_args
+from ragen_envs.sandbox.base import (
+    Backend,
+    CappedOutput,
+    Captured,
+    Limits,
+    Result,
+    WallClock,
+    as_bytes,
+    classify,
+    launcher_args,
+)
 from ragen_envs.sandbox.bwrap import BWRAP_PROCESSES, LAUNCHER_SOURCE, BwrapBackend, _enter, _memfd
 from ragen_envs.sandbox.uids import UidSlot
 
@@ -226,17 +236,16 @@ class PoolBackend(Backend):
         finally:
             for fd in (program, stdin_fd, out_w, err_w):
                 os.close(fd)
-        cap = limits.output_bytes
-        buffers = {out_r: bytearray(), err_r: bytearray()}
         sel = selectors.DefaultSelector()
-        for fd in buffers:
+        for fd in (out_r, err_r):
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ)
         member.chan.setblocking(False)
         sel.register(member.chan, selectors.EVENT_READ)
         clock = WallClock(limits.wall_s, started)
+        output = CappedOutput(limits.output_bytes, clock)
         status = None
-        timed_out = exceeded = broken = False
+        timed_out = broken = False
         try:
             while status is None or len(sel.get_map()) > 1:
                 remaining = clock.deadline - time.monotonic()
@@ -258,17 +267,11 @@ class PoolBackend(Backend):
                     chunk = os.read(key.fd, 65536)
                     if not chunk:
                         if key.fd == err_r:
-                            buffers[err_r] += clock.leftover()
+                            output.stderr_closed()
                         sel.unregister(key.fd)
                         continue
-                    if key.fd == err_r:
-                        chunk = clock.stderr(chunk)
-                    buf = buffers[key.fd]
-                    room = cap - len(buf)
-                    buf += chunk[:room]
-                    if len(chunk) > room:
-                        exceeded = True
-                if exceeded or broken:
+                    output.add(chunk, stderr=key.fd == err_r)
+                if output.exceeded or broken:
                     break
         finally:
             sel.close()
@@ -279,16 +282,16 @@ class PoolBackend(Backend):
             broken, status = True, (-9, 0.0)
         exit_code, cpu_s, clean = (*status, True)[:3] if status is not None else (-9, 0.0, False)
         # A member whose reset could not prove it clean is replaced; the run's own result stands either way.
-        healthy = not (timed_out or exceeded or broken) and status is not None and clean is True
+        healthy = not (timed_out or output.exceeded or broken) and status is not None and clean is True
         if not healthy:
             member.stop()  # the run is still going, the zygote is gone or the member is dirty: it is discarded
         return (
             Captured(
-                stdout=bytes(buffers[out_r]),
-                stderr=bytes(buffers[err_r]),
+                stdout=bytes(output.stdout),
+                stderr=bytes(output.stderr),
                 returncode=int(exit_code),
                 timed_out=timed_out,
-                output_exceeded=exceeded,
+                output_exceeded=output.exceeded,
                 wall_s=time.monotonic() - started,
                 cpu_s=float(cpu_s),
             ),
