@@ -293,8 +293,47 @@ def verify(
 
 
 def verify_members(members: dict[str, bytes], *, secret: bytes | None = None, suite: Suite | None = None) -> Report:
-    """:func:`verify` on the members :func:`leaderboard.pack.read_archive` read."""
+    """:func:`verify` on the members :func:`leaderboard.pack.read_archive` read, in three phases: which run and split
+    this is (:func:`_identify_run`), its episodes replayed (:func:`_replay_episodes`), and its summary recomputed from
+    the replayed ones (:func:`_check_summary`)."""
     problems = _Problems()
+    run = _identify_run(members, problems, secret=secret, suite=suite)
+    if run is None:
+        return Report(ok=False, problems=problems.close())
+    replayed = _replay_episodes(members, run, problems)
+    return _check_summary(members, run, replayed, problems)
+
+
+@dataclass
+class _Run:
+    """What the first phase establishes about a submission: the documents it carries and the split it must be."""
+
+    metadata: SubmissionMetadata
+    config: dict[str, Any]
+    summary_doc: Any
+    suite: Suite
+    identity: dict[str, Any]
+    secret: bytes | None
+
+    @property
+    def split(self) -> str:
+        return self.identity["split"]
+
+
+@dataclass
+class _Replayed:
+    """What the second phase leaves: how often each (env, seed, sample) was recorded, and the records that
+    replayed (only their known fields)."""
+
+    seen: Counter[Episode]
+    verified: list[ParsedEpisode]
+
+
+def _identify_run(
+    members: dict[str, bytes], problems: _Problems, *, secret: bytes | None = None, suite: Suite | None = None
+) -> _Run | None:
+    """Phase 1, which split this must be: the manifest, the metadata, the suite it names and the run's identity
+    in config.json, and the env versions. None when verification cannot go on (the reasons are in ``problems``)."""
     for problem in check_manifest(members):
         problems.add("manifest", problem)
     raw_meta = _load_json(members, METADATA, problems)
@@ -307,26 +346,24 @@ def verify_members(members: dict[str, bytes], *, secret: bytes | None = None, su
     config = _load_json(members, "config.json", problems)
     summary_doc = _load_json(members, "summary.json", problems)
     if metadata is None or config is None:
-        return Report(ok=False, problems=problems.close())
-
-    # ---- which split this must be ----------------------------------------------------------------------
+        return None
     if metadata.split == "hidden" and secret is None:
         problems.add(
             "split", "this is a hidden-split submission: verifying it needs the maintainer's secret (--secret-file)"
         )
-        return Report(ok=False, problems=problems.close())
+        return None
     if suite is None:
         suite = find_suite(metadata.suite, metadata.suite_version)
         if suite is None:
             problems.add("suite", f"unknown suite {metadata.suite}-{metadata.suite_version}: not a leaderboard suite")
-            return Report(ok=False, problems=problems.close())
+            return None
     try:
         if secret is not None and suite.hidden is not None:
             suite.hidden.check_secret(secret)
         identity = run_identity(config, suite, secret)
     except ValueError as exc:
         problems.add("config", f"config.json: {exc}")
-        return Report(ok=False, problems=problems.close())
+        return None
     for key, value in identity.items():
         if getattr(metadata, key) != value:
             problems.add(
@@ -338,17 +375,21 @@ def verify_members(members: dict[str, bytes], *, secret: bytes | None = None, su
         problems.add("version", problem)
     for problem in check_recorded_versions(config):
         problems.add("version", problem)
-    split = identity["split"]
-    expected = list(suite.episodes(split, secret))
-    context_turns = config["run"].get("context_turns")
+    return _Run(metadata, config, summary_doc, suite, identity, secret)
 
-    # ---- the episodes: one line at a time, bounded before it is parsed, matched against the split, replayed ----
-    # Only records that replay are kept, and only their known fields: what stays in memory is what the envs
-    # produced, whatever a line carries.
+
+def _replay_episodes(members: dict[str, bytes], run: _Run, problems: _Problems) -> _Replayed:
+    """Phase 2, the episodes: one line at a time, bounded before it is parsed, matched against the split, replayed.
+
+    Only records that replay are kept, and only their known fields: what stays in memory is what the envs
+    produced, whatever a line carries.
+    """
+    suite, split, identity = run.suite, run.split, run.identity
+    expected = list(suite.episodes(split, run.secret))
     expected_set = Counter(expected)
     seen: Counter[Episode] = Counter()
     verified: list[ParsedEpisode] = []
-    replayer = Replayer(context_turns)
+    replayer = Replayer(run.config["run"].get("context_turns"))
     try:
         line_cap = max_line_bytes(max(_max_turns(replayer, suite), default=1))
         for number, obj, error in iter_episode_lines(members.get("episodes.jsonl", b""), line_cap):
@@ -398,29 +439,35 @@ def verify_members(members: dict[str, bytes], *, secret: bytes | None = None, su
     for key in expected:
         if seen[key] == 0:
             problems.add("missing", f"episode {key}: missing from episodes.jsonl")
+    return _Replayed(seen, verified)
 
-    # ---- the summary: recomputed from the episodes that replayed ----------------------------------------------
+
+def _check_summary(members: dict[str, bytes], run: _Run, replayed: _Replayed, problems: _Problems) -> Report:
+    """Phase 3, the summary: recomputed from the episodes that replayed, compared with summary.json, and the
+    :class:`Report` of all three phases."""
+    import ragen_envs
+
     try:
-        recomputed = recompute_rows(verified, suite)
+        recomputed = recompute_rows(replayed.verified, run.suite)
         numbers = site_numbers(recomputed)
     except Exception as exc:  # a metric that cannot take these episodes must not crash verify
         problems.add("summary", f"the summary cannot be recomputed from these episodes ({type(exc).__name__}: {exc})")
         return Report(ok=False, problems=problems.close())
-    if summary_doc is not None:
-        for problem in compare_summaries(summary_doc, recomputed, identity["agent"]):
+    if run.summary_doc is not None:
+        for problem in compare_summaries(run.summary_doc, recomputed, run.identity["agent"]):
             problems.add("summary", problem)
-        for problem in check_self_reported(summary_doc):
+        for problem in check_self_reported(run.summary_doc):
             problems.add("summary", problem)
     report_summary = {
-        "metadata": metadata.to_dict(),
-        "suite": suite.label,
-        "split": split,
-        "episodes": sum(seen.values()),
+        "metadata": run.metadata.to_dict(),
+        "suite": run.suite.label,
+        "split": run.split,
+        "episodes": sum(replayed.seen.values()),
         "envs": numbers["envs"],
         "overall": numbers["overall"],
-        "self_reported": self_reported_metrics(summary_doc),
+        "self_reported": self_reported_metrics(run.summary_doc),
         "has_report": "report.md" in members,
-        "verifier": {"package_version": ragen_envs.__version__, "registered": sorted(suite.env_ids)},
+        "verifier": {"package_version": ragen_envs.__version__, "registered": sorted(run.suite.env_ids)},
     }
     final = problems.close()
     return Report(ok=not final, problems=final, summary=report_summary)
