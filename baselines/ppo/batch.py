@@ -1,4 +1,5 @@
-"""From episodes to training rows: old log-probs, values, advantages; and the loss over a micro-batch.
+"""From episodes to training rows: old log-probs, values, advantages (the loss over a micro-batch of rows is
+:func:`baselines.ppo.losses.policy_loss`).
 
 A *row* is one token sequence with one or more response spans and per-response-token tensors (spans
 concatenated). When an episode's prompts were built append-only (``Episode.chained``), the whole episode is
@@ -10,23 +11,13 @@ the packed layout of :func:`sequence_logprobs` (column j of a row is its j-th re
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from baselines.ppo.config import AUTOCAST_DTYPE
 from baselines.ppo.generation import sequence_logprobs
-from baselines.ppo.losses import (
-    aggregate,
-    gae_advantages,
-    group_advantages,
-    kl_penalty,
-    masked_whiten,
-    ppo_policy_loss,
-    value_loss,
-)
+from baselines.ppo.losses import gae_advantages, group_advantages, masked_whiten, update_precision
 from baselines.ppo.rollout import Episode, TurnSample
 
 
@@ -76,14 +67,6 @@ class ValueModel(torch.nn.Module):
         return self.head(hidden.float()).squeeze(-1), mask  # (B, L) each
 
 
-def _scatter(rows: list[Row], values: list[torch.Tensor], width: int) -> torch.Tensor:
-    """Per-row span vectors as the (B, width) packed layout of :func:`sequence_logprobs` (zeros after each)."""
-    out = torch.zeros((len(rows), width))
-    for b, vec in enumerate(values):
-        out[b, : len(vec)] = vec.float().cpu()
-    return out
-
-
 def _gather(rows: list[Row], matrix: torch.Tensor) -> list[torch.Tensor]:
     """Each row's span vector out of a (B, L) packed matrix."""
     return [matrix[b, : row.length].detach().float().cpu() for b, row in enumerate(rows)]
@@ -101,15 +84,6 @@ def single_step(config, global_rows: int) -> bool:
     """Whether the update is one optimiser step on the whole batch (one epoch, one minibatch of all
     ``global_rows`` rows, every rank's): then no old log-prob pass is needed (see the module docstring)."""
     return config.ppo_epochs == 1 and global_rows <= config.minibatch_size
-
-
-def update_precision(dtype: str, model):
-    """The context the update's forwards run in: ``bfloat16-autocast`` runs the matmuls in bf16 under
-    ``torch.autocast`` (weights, gradients and the optimiser stay fp32; log-softmax and the losses in fp32),
-    any other dtype runs as the weights are."""
-    if dtype != AUTOCAST_DTYPE:
-        return contextlib.nullcontext()
-    return torch.autocast(next(model.parameters()).device.type, dtype=torch.bfloat16)
 
 
 @torch.no_grad()
@@ -199,53 +173,6 @@ def normalizer(rows: list[Row], config) -> float:
     if config.aggregation == "token-mean":
         return float(sum(r.length for r in rows))
     return float(len(rows))
-
-
-def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool = False):
-    """Loss of one micro-batch, already divided by the minibatch ``denominator`` (sums to the full loss)."""
-    seqs, spans, groups = [r.sequence for r in rows], [r.spans for r in rows], [r.group for r in rows]
-    want_entropy = config.entropy_coef > 0 or parts
-    with update_precision(config.dtype, policy):
-        logp, mask, entropy, _ = sequence_logprobs(
-            policy, seqs, spans, config.temperature, with_entropy=want_entropy, groups=groups
-        )
-    width = logp.shape[1]
-    on_policy = [r.old_logp is None for r in rows]
-    if all(on_policy):  # a single-step update: the sampling weights are these weights
-        old = logp.detach()
-    elif any(on_policy):
-        raise ValueError("a micro-batch mixes rows with and without old log-probs: fill_old_stats fills all or none")
-    else:
-        old = _scatter(rows, [r.old_logp for r in rows], width).to(logp.device)
-    adv = _scatter(rows, [r.advantages for r in rows], width).to(logp.device)
-    mode = config.aggregation
-    pg_loss, stats = ppo_policy_loss(
-        logp, old, adv, mask, config.clip_low, config.clip_high, mode, normalizer=denominator
-    )
-    token_count = float(sum(r.length for r in rows))
-    # entropy and KL reduced exactly as the policy loss (verl's actor: agg_loss with the same loss_agg_mode)
-    entropy_term = aggregate(entropy, mask, mode, denominator) if entropy is not None else torch.zeros(())
-    kl_term = torch.zeros((), device=logp.device)
-    if rows[0].ref_logp is not None:
-        ref = _scatter(rows, [r.ref_logp for r in rows], width).to(logp.device)
-        kl_term = aggregate(kl_penalty(logp, ref, config.kl_loss_type), mask, mode, denominator)
-    if parts:
-        return pg_loss, entropy_term, kl_term
-    loss = pg_loss - config.entropy_coef * entropy_term + config.kl_coef * kl_term
-    stats = {k: float(v) * token_count for k, v in stats.items()}  # token-weighted, averaged by the caller
-    stats["pg_loss"] = float(pg_loss.detach())
-    stats["entropy"] = float((entropy.detach() * mask).sum()) if entropy is not None else float("nan")  # token-weighted
-    return loss, stats
-
-
-def critic_loss(rows: list[Row], critic, config, denominator: float) -> torch.Tensor:
-    """The critic's clipped value loss on the rows' span tokens, divided by ``denominator``."""
-    with update_precision(config.dtype, critic):
-        values, mask = critic([r.sequence for r in rows], [r.spans for r in rows], [r.group for r in rows])
-    width = values.shape[1]
-    old = _scatter(rows, [r.old_values for r in rows], width).to(values.device)
-    ret = _scatter(rows, [r.returns for r in rows], width).to(values.device)
-    return value_loss(values, old, ret, mask, config.value_clip, normalizer=denominator)
 
 
 def returns_matrix(episodes: list[Episode], groups: list[int], samples: int) -> np.ndarray:

@@ -5,15 +5,25 @@ tokens (``mask == 1``) carry loss, and observation tokens of later turns are ski
 (``mask == 0`` positions pass the running advantage through unchanged). GAE advantages are then whitened over
 the batch's response tokens (:func:`masked_whiten`, verl's formula), and every loss term (policy, entropy, KL)
 is reduced by the same :func:`aggregate` mode, as verl's actor does.
+
+The update's loss is here too: :func:`policy_loss` scores a micro-batch of training rows
+(:class:`baselines.ppo.batch.Row`) with the policy and combines the clipped surrogate, the entropy bonus and the KL
+penalty; :func:`critic_loss` is the critic's.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 
-from baselines.ppo.config import KL_TYPES, LOSS_AGGREGATIONS
+from baselines.ppo.config import AUTOCAST_DTYPE, KL_TYPES, LOSS_AGGREGATIONS
+from baselines.ppo.generation import sequence_logprobs
+
+if TYPE_CHECKING:
+    from baselines.ppo.batch import Row
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -165,3 +175,68 @@ def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "kl") -> 
         log_ratio = torch.clamp(ref_logp - logp, -20.0, 20.0)
         return torch.clamp(torch.exp(log_ratio) - log_ratio - 1, -10.0, 10.0)
     raise ValueError(f"kl_loss_type must be one of {KL_TYPES}, got {kind!r}")
+
+
+# ---- the update's loss over a micro-batch of training rows ----------------------------------------------------
+def update_precision(dtype: str, model):
+    """The context the update's forwards run in: ``bfloat16-autocast`` runs the matmuls in bf16 under
+    ``torch.autocast`` (weights, gradients and the optimiser stay fp32; log-softmax and the losses in fp32),
+    any other dtype runs as the weights are."""
+    if dtype != AUTOCAST_DTYPE:
+        return contextlib.nullcontext()
+    return torch.autocast(next(model.parameters()).device.type, dtype=torch.bfloat16)
+
+
+def _scatter(rows: list[Row], values: list[torch.Tensor], width: int) -> torch.Tensor:
+    """Per-row span vectors as the (B, width) packed layout of :func:`sequence_logprobs` (zeros after each)."""
+    out = torch.zeros((len(rows), width))
+    for b, vec in enumerate(values):
+        out[b, : len(vec)] = vec.float().cpu()
+    return out
+
+
+def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool = False):
+    """Loss of one micro-batch, already divided by the minibatch ``denominator`` (sums to the full loss)."""
+    seqs, spans, groups = [r.sequence for r in rows], [r.spans for r in rows], [r.group for r in rows]
+    want_entropy = config.entropy_coef > 0 or parts
+    with update_precision(config.dtype, policy):
+        logp, mask, entropy, _ = sequence_logprobs(
+            policy, seqs, spans, config.temperature, with_entropy=want_entropy, groups=groups
+        )
+    width = logp.shape[1]
+    on_policy = [r.old_logp is None for r in rows]
+    if all(on_policy):  # a single-step update: the sampling weights are these weights
+        old = logp.detach()
+    elif any(on_policy):
+        raise ValueError("a micro-batch mixes rows with and without old log-probs: fill_old_stats fills all or none")
+    else:
+        old = _scatter(rows, [r.old_logp for r in rows], width).to(logp.device)
+    adv = _scatter(rows, [r.advantages for r in rows], width).to(logp.device)
+    mode = config.aggregation
+    pg_loss, stats = ppo_policy_loss(
+        logp, old, adv, mask, config.clip_low, config.clip_high, mode, normalizer=denominator
+    )
+    token_count = float(sum(r.length for r in rows))
+    # entropy and KL reduced exactly as the policy loss (verl's actor: agg_loss with the same loss_agg_mode)
+    entropy_term = aggregate(entropy, mask, mode, denominator) if entropy is not None else torch.zeros(())
+    kl_term = torch.zeros((), device=logp.device)
+    if rows[0].ref_logp is not None:
+        ref = _scatter(rows, [r.ref_logp for r in rows], width).to(logp.device)
+        kl_term = aggregate(kl_penalty(logp, ref, config.kl_loss_type), mask, mode, denominator)
+    if parts:
+        return pg_loss, entropy_term, kl_term
+    loss = pg_loss - config.entropy_coef * entropy_term + config.kl_coef * kl_term
+    stats = {k: float(v) * token_count for k, v in stats.items()}  # token-weighted, averaged by the caller
+    stats["pg_loss"] = float(pg_loss.detach())
+    stats["entropy"] = float((entropy.detach() * mask).sum()) if entropy is not None else float("nan")  # token-weighted
+    return loss, stats
+
+
+def critic_loss(rows: list[Row], critic, config, denominator: float) -> torch.Tensor:
+    """The critic's clipped value loss on the rows' span tokens, divided by ``denominator``."""
+    with update_precision(config.dtype, critic):
+        values, mask = critic([r.sequence for r in rows], [r.spans for r in rows], [r.group for r in rows])
+    width = values.shape[1]
+    old = _scatter(rows, [r.old_values for r in rows], width).to(values.device)
+    ret = _scatter(rows, [r.returns for r in rows], width).to(values.device)
+    return value_loss(values, old, ret, mask, config.value_clip, normalizer=denominator)

@@ -34,6 +34,7 @@ import torch
 
 from baselines.ppo import batch as B
 from baselines.ppo import checkpoint
+from baselines.ppo import losses as L
 from baselines.ppo.config import PPOConfig
 from baselines.ppo.diagnostics import grad_norm_buckets, mi_family
 from baselines.ppo.rollout import collect_rollouts
@@ -64,7 +65,7 @@ def resolve_device(name: str) -> torch.device:
 
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     """The weights' torch dtype ``name`` means on ``device``: ``auto`` is bfloat16 on CUDA, float32 on CPU;
-    ``bfloat16-autocast`` keeps fp32 weights (bf16 only inside the update, ``batch.update_precision``)."""
+    ``bfloat16-autocast`` keeps fp32 weights (bf16 only inside the update, ``losses.update_precision``)."""
     if name == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "bfloat16-autocast": torch.float32}[name]
@@ -365,7 +366,7 @@ class Trainer:
         self.policy.train()
 
         def parts(rows, denominator):
-            return B.policy_loss(rows, self.policy, cfg, denominator, parts=True)
+            return L.policy_loss(rows, self.policy, cfg, denominator, parts=True)
 
         result = grad_norm_buckets(rows_by_group, std, self.policy, cfg, parts)
         self.policy.zero_grad(set_to_none=True)
@@ -395,7 +396,7 @@ class Trainer:
                 if self.critic_optimizer:
                     self.critic_optimizer.zero_grad(set_to_none=True)
                 for micro in B.micro_batches(mb, cfg.micro_batch_size):
-                    loss, stats = B.policy_loss(micro, self.policy, cfg, denominator)
+                    loss, stats = L.policy_loss(micro, self.policy, cfg, denominator)
                     loss.backward()
                     pg_total += stats["pg_loss"]
                     totals["losses/approx_kl"] += stats["approx_kl"]
@@ -404,7 +405,7 @@ class Trainer:
                     token_total += sum(r.length for r in micro)
                     sequence_total += sum(len(r.sequence) for r in micro)
                     if self.critic is not None:
-                        v_loss = B.critic_loss(micro, self.critic, cfg, tokens)
+                        v_loss = L.critic_loss(micro, self.critic, cfg, tokens)
                         v_loss.backward()
                         value_total += float(v_loss.detach()) * tokens
                 self.dist.sum_grads(params)

@@ -161,6 +161,7 @@ def test_micro_batches_hold_whole_groups_in_the_given_order():
 
 def test_bfloat16_autocast_runs_the_update_in_bf16_and_keeps_fp32_weights(model, tiny_model_dir):
     from baselines.ppo import batch as B
+    from baselines.ppo import losses as L
     from baselines.ppo.config import PPOConfig
 
     sequences, spans, groups = grpo_like_batch(model.config.vocab_size, seed=4)
@@ -175,7 +176,7 @@ def test_bfloat16_autocast_runs_the_update_in_bf16_and_keeps_fp32_weights(model,
             lambda m, a, out, seen=seen: seen.append(out.dtype)
         )
         try:
-            loss, _ = B.policy_loss(rows, model, config, B.normalizer(rows, config))
+            loss, _ = L.policy_loss(rows, model, config, B.normalizer(rows, config))
         finally:
             handle.remove()
         results[dtype] = (float(loss), grads(model, loss), set(seen))

@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from baselines.ppo import batch as B  # noqa: E402
+from baselines.ppo import losses as L  # noqa: E402
 from baselines.ppo.config import PPOConfig, preset  # noqa: E402
 from baselines.ppo.rollout import collect_rollouts  # noqa: E402
 from baselines.ppo.trainer import Trainer  # noqa: E402
@@ -79,7 +80,7 @@ def test_gradient_accumulation_1x8_equals_8x1(tiny_model_dir, tmp_path):
     def grads(micro):
         trainer.policy.zero_grad(set_to_none=True)
         for start in range(0, len(rows), micro):
-            loss, _ = B.policy_loss(rows[start : start + micro], trainer.policy, cfg, denominator)
+            loss, _ = L.policy_loss(rows[start : start + micro], trainer.policy, cfg, denominator)
             loss.backward()
         return {n: p.grad.clone() for n, p in trainer.policy.named_parameters() if p.grad is not None}
 
@@ -328,7 +329,7 @@ def test_single_step_update_uses_its_own_logprobs_as_the_old_ones(tiny_model_dir
 
     def loss_and_grads(rows):
         trainer.policy.zero_grad(set_to_none=True)
-        loss, stats = B.policy_loss(rows, trainer.policy, cfg, denominator)
+        loss, stats = L.policy_loss(rows, trainer.policy, cfg, denominator)
         loss.backward()
         grads = {n: p.grad.clone() for n, p in trainer.policy.named_parameters() if p.grad is not None}
         return float(loss.detach()), stats, grads
@@ -341,7 +342,7 @@ def test_single_step_update_uses_its_own_logprobs_as_the_old_ones(tiny_model_dir
     for name in grads_a:
         torch.testing.assert_close(grads_b[name], grads_a[name], atol=1e-6, rtol=1e-4, msg=name)
     with pytest.raises(ValueError, match="mixes rows"):
-        B.policy_loss([two_pass[0], on_policy[1]], trainer.policy, cfg, denominator)
+        L.policy_loss([two_pass[0], on_policy[1]], trainer.policy, cfg, denominator)
 
 
 @pytest.mark.parametrize(("minibatch_size", "ppo_epochs", "skips"), [(16, 1, True), (2, 1, False), (16, 2, False)])
