@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import torch
 
 from baselines.ppo.config import AUTOCAST_DTYPE, KL_TYPES, LOSS_AGGREGATIONS
 from baselines.ppo.generation import sequence_logprobs
-
-if TYPE_CHECKING:
-    from baselines.ppo.batch import Row
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -187,7 +183,7 @@ def update_precision(dtype: str, model):
     return torch.autocast(next(model.parameters()).device.type, dtype=torch.bfloat16)
 
 
-def _scatter(rows: list[Row], values: list[torch.Tensor], width: int) -> torch.Tensor:
+def _scatter(rows: list, values: list[torch.Tensor], width: int) -> torch.Tensor:
     """Per-row span vectors as the (B, width) packed layout of :func:`sequence_logprobs` (zeros after each)."""
     out = torch.zeros((len(rows), width))
     for b, vec in enumerate(values):
@@ -195,8 +191,9 @@ def _scatter(rows: list[Row], values: list[torch.Tensor], width: int) -> torch.T
     return out
 
 
-def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool = False):
-    """Loss of one micro-batch, already divided by the minibatch ``denominator`` (sums to the full loss)."""
+def policy_loss(rows: list, policy, config, denominator: float, parts: bool = False):
+    """Loss of one micro-batch of :class:`baselines.ppo.batch.Row`, already divided by the minibatch ``denominator``
+    (the micro-batches sum to the full loss)."""
     seqs, spans, groups = [r.sequence for r in rows], [r.spans for r in rows], [r.group for r in rows]
     want_entropy = config.entropy_coef > 0 or parts
     with update_precision(config.dtype, policy):
@@ -232,7 +229,7 @@ def policy_loss(rows: list[Row], policy, config, denominator: float, parts: bool
     return loss, stats
 
 
-def critic_loss(rows: list[Row], critic, config, denominator: float) -> torch.Tensor:
+def critic_loss(rows: list, critic, config, denominator: float) -> torch.Tensor:
     """The critic's clipped value loss on the rows' span tokens, divided by ``denominator``."""
     with update_precision(config.dtype, critic):
         values, mask = critic([r.sequence for r in rows], [r.spans for r in rows], [r.group for r in rows])
