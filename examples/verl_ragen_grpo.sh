@@ -6,8 +6,10 @@
 #   MODEL=/path/to/Qwen2.5-3B-Instruct ENV_ID=ragen/Sokoban-v0 bash examples/verl_ragen_grpo.sh
 #
 # What it sets, and why:
-# - the trainer: python -m baselines.verl.main, verl's PPO main with RagenPPOTrainer (baselines/verl/trainer.py)
-#   and baselines/verl/config/ragen_ppo.yaml (verl's ppo_trainer config plus a ragen section).
+# - the trainer: python -m baselines.verl.main with baselines/verl/config/ragen_ppo.yaml (verl's ppo_trainer
+#   config plus a ragen section), on verl's legacy trainer (trainer.use_v1=false: RagenPPOTrainer,
+#   baselines/verl/trainer.py), the one that also scores the MI family. Drop that override for verl's default v1
+#   trainer: the same filter runs in its replay-buffer sampler (baselines/verl/sampler.py), without in-trainer MI.
 # - episodes: every row routes to the ragen_agent loop (baselines/verl/config/agent_loops.yaml), which plays one
 #   env episode against verl's rollout server; the episode return is the reward (rm_scores on the last token),
 #   so no reward function is configured. A group is rollout.n samples of one env seed.
@@ -15,9 +17,11 @@
 #   clip 0.2/0.28, entropy 0.001, no KL loss, temperature 1, <= 400 tokens per turn.
 # - the SNR filter: RAGEN-2's top-p 0.9 rule on the in-group reward std (baselines.ppo.snr_filter, as in the
 #   learner and the TRL adapter), applied by the trainer before old log-probs and advantages; kept groups are
-#   trimmed to whole mini-batches, an empty selection skips the update (ragen.filter.*).
+#   trimmed to whole mini-batches (ragen.filter.apply=mask zeroes the dropped groups' response mask instead), an
+#   empty selection skips the update, and 5 in a row end the run (ragen.filter.*).
 # - MI: the harness's MI family on the pre-filter batch every 5 steps, scored by the actor (ragen.mi.*).
 # - logs: console, W&B (WANDB_MODE=offline works without network) and TensorBoard: rollout/filter_*,
+#   ragen/prefilter/* (the whole batch's return and success: verl's critic/score/* describe the kept groups),
 #   collapse_first_turn/*, collapse_trajectory/* beside verl's own; rollouts are dumped as JSONL per step
 #   under runs/verl/rollouts.
 set -euo pipefail
@@ -35,7 +39,7 @@ write_dataset("$OUT/data/train.parquet", "$ENV_ID", range(0, $TRAIN_SEEDS), max_
 write_dataset("$OUT/data/val.parquet", "$ENV_ID", range(1_000_000, 1_000_000 + $VAL_SEEDS), max_new_tokens=400)
 EOF
 
-$PY -m baselines.verl.main \
+$PY -m baselines.verl.main trainer.use_v1=false \
   data.train_files="$OUT/data/train.parquet" data.val_files="$OUT/data/val.parquet" \
   data.train_batch_size=8 data.max_prompt_length=1024 data.max_response_length=2048 \
   ragen.filter.mode=top_p ragen.filter.value=0.9 ragen.mi.every=5 ragen.mi.samples=64 \

@@ -19,8 +19,10 @@ echo "torch==2.13.0" > "$pin"
 if [ "${#torch_plan[@]}" -gt 2 ]; then
   $PY -m pip install -q --disable-pip-version-check "${torch_plan[@]:2}"
 fi
-# verl.experimental.agent_loop imports cachetools, uvicorn and fastapi without declaring them.
-$PY -m pip install -q --disable-pip-version-check -c "$pin" "verl==0.9.1" cachetools uvicorn fastapi
+# verl.experimental.agent_loop imports cachetools, uvicorn and fastapi without declaring them; verl's v1 trainer
+# (its default) keeps trajectories in TransferQueue, which only verl's "verl-core" extra declares.
+$PY -m pip install -q --disable-pip-version-check -c "$pin" "verl==0.9.1" cachetools uvicorn fastapi \
+  "TransferQueue==0.1.11"
 $PY -m pip install -q --disable-pip-version-check -c "$pin" --no-deps -e .
 $PY -m pip install -q --disable-pip-version-check -c "$pin" numpy gymnasium orjson safetensors tokenizers \
   "pytest>=8" "pytest-timeout>=2.2"

@@ -1,10 +1,12 @@
-"""RAGEN-2's SNR filter and the MI family inside verl's PPO trainer: :class:`RagenPPOTrainer`.
+"""RAGEN-2's SNR filter and the MI family inside verl's legacy PPO trainer: :class:`RagenPPOTrainer`.
 
-verl 0.9 has no hook for a custom group filter (``algorithm.filter_groups`` is DAPO's zero-variance rule, with
-refills). ``RagenPPOTrainer`` subclasses verl's DataProto trainer (``RayPPOTrainer``, ``trainer.use_v1=false``)
-and hooks ``_balance_batch``: the one method its ``fit`` calls with the whole generated batch after the
-rollout's rewards are in (``rm_scores``: the agent loop puts the episode return on the last response token) and
-before old log-probs, values and advantages. There, per training step:
+verl 0.9 ships two trainers. ``trainer.use_v1=true`` (verl's default) is the TransferQueue trainer, whose
+extension point for group filtering is a custom replay-buffer sampler: :mod:`baselines.verl.sampler`. This module
+is the other one: ``RagenPPOTrainer`` subclasses verl's DataProto trainer (``RayPPOTrainer``,
+``trainer.use_v1=false``, deprecated by verl but still shipped) and hooks ``_balance_batch``: the one method its
+``fit`` calls with the whole generated batch after the rollout's rewards are in (``rm_scores``: the agent loop
+puts the episode return on the last response token) and before old log-probs, values and advantages. There, per
+training step:
 
 1. every ``ragen.mi.every`` steps (and at step 1), the MI family on the *pre-filter* batch:
    ``harness.mi.collapse_for`` itself (the learner's and the harness's estimator) on the episodes written as
@@ -13,116 +15,65 @@ before old log-probs, values and advantages. There, per training step:
    with the weights that sampled the batch;
 2. the groups (verl's ``uid``: the ``rollout.n`` samples of one env seed) and their raw episode returns go
    through ``baselines.ppo.snr_filter.select_groups`` unchanged (the learner's and the TRL adapter's rule);
-3. the kept groups are trimmed to what the actor update can split (:func:`update_plan`): a multiple of
-   ``ppo_mini_batch_size`` groups (or, below one mini-batch, of the data-parallel unit), dropping the
-   lowest-spread kept groups. RAGEN pads by duplicating samples instead; trimming weighs no episode twice;
-4. the batch is cut to the kept rows in place; an empty selection keeps the batch (so verl's metrics are still
-   computed) but skips the actor and critic updates, as the learner skips the iteration.
+3. ``ragen.filter.apply: trim``: the kept groups are trimmed to what the actor update can split
+   (:func:`update_plan`): a multiple of ``ppo_mini_batch_size`` groups (or, below one mini-batch, of the
+   data-parallel unit; with ``use_prefix_grouper``, of the data-parallel size), dropping the lowest-spread kept
+   groups, and the batch is cut to the kept rows in place. RAGEN pads by duplicating samples instead; trimming
+   weighs no episode twice. ``apply: mask``: every row stays and the dropped groups' ``response_mask`` is zeroed
+   (the upstream ports' way: no loss token, verl's shapes and mini-batches unchanged);
+4. an empty selection keeps the batch (so verl's metrics are still computed) but skips the actor and critic
+   updates, as the learner skips the iteration; after ``ragen.filter.stop_after_empty`` (5) empty steps in a row,
+   ``fit`` ends, as RAGEN's trainer does.
 
 Logged in verl's metrics dict (so they reach console, W&B and TensorBoard): the learner's keys
 ``rollout/filter_kept_count``, ``rollout/filter_kept_ratio``, ``rollout/filter_zero_count``,
 ``rollout/in_group_reward_std``, ``rollout/chosen_in_group_reward_std``, ``rollout/empty_after_filter``, plus
-``rollout/filter_trimmed_count`` and ``actor/optimizer_steps``; and ``collapse_first_turn/*``,
-``collapse_trajectory/*``, ``timing_s/mi``.
+``rollout/filter_trimmed_count``, ``actor/optimizer_steps``, ``ragen/filter/empty_streak``, the pre-filter batch's
+``ragen/prefilter/{score_mean,score_std,score_max,score_min,success,groups}`` (verl's ``critic/score/*`` describe
+the kept groups only), and ``collapse_first_turn/*``, ``collapse_trajectory/*``, ``timing_s/mi``.
 
-The end-to-end path needs verl's GPU workers (``python -m baselines.verl.main``); on CPU the filter, the pair
-batches, the scorer (with a stand-in for the actor's log-prob call) and the hook are tested.
+The end-to-end path needs verl's GPU workers (``python -m baselines.verl.main trainer.use_v1=false``); on CPU the
+filter, the pair batches, the scorer (with a stand-in for the actor's log-prob call) and the hook are tested.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
 
 from baselines.ppo.diagnostics import family_log
-from baselines.ppo.snr_filter import MODES, PROB_MODES, SPREADS, filter_stats, group_spread, select_groups
 from baselines.verl.compat import require_verl
-from harness.mi import SCHEMES, collapse_for
+from baselines.verl.filtering import (
+    EmptyStreak,
+    FilterStop,
+    RagenOptions,
+    check_filter_config,
+    groups_of,
+    options_from_config,
+    prefilter_metrics,
+    select,
+    selection_metrics,
+    success_column,
+    trim_to,
+    update_plan,
+)
+from harness.mi import collapse_for
 from harness.seeding import derive_seed
 from harness.transcript import continuation_ids, render_prompt
-from ragen_envs.core import check_choice, check_range
 
 require_verl()
 from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
 
+logger = logging.getLogger(__name__)
 
-# ---- options ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RagenOptions:
-    """The ``ragen`` section of the config (``baselines/verl/config/ragen_ppo.yaml``)."""
-
-    filter_enable: bool = True
-    """Apply the SNR filter (off: every group trains, MI still logged)."""
-    filter_mode: str = "top_p"
-    """``select_groups``'s ``mode``: ``top_p``, ``top_k``, ``top_k_abs``, ``min_p``."""
-    filter_value: float = 0.9
-    """``select_groups``'s ``value`` (RAGEN-2: top-p 0.9)."""
-    filter_prob_mode: str = "linear"
-    """``linear`` or ``softmax`` top-p."""
-    filter_spread: str = "std"
-    """Group spread: ``std`` (ddof 1) or ``var``."""
-    filter_include_zero: bool = False
-    """Keep zero-spread groups as candidates."""
-    filter_eps: float = 0.01
-    """Top-p slack."""
-    mi_every: int = 5
-    """MI family every k training steps (and at step 1); 0 disables."""
-    mi_samples: int = 64
-    """Pairs drawn per MI scheme (the harness's ``mi_samples``)."""
-    mi_columns: int | None = None
-    """Score each row under this many columns instead of all (the harness's ``mi_columns``); None: all."""
-    mi_schemes: tuple[str, ...] = SCHEMES
-    """``first_turn`` and/or ``trajectory``."""
-    mi_seed: int = 0
-    """Seeds the MI draws (with the step)."""
-    mi_pairs_per_call: int = 256
-    """Pairs per ``compute_log_prob`` call (bounds the actor's memory)."""
-
-    def __post_init__(self) -> None:
-        check_choice("ragen.filter.mode", self.filter_mode, MODES)
-        check_choice("ragen.filter.prob_mode", self.filter_prob_mode, PROB_MODES)
-        check_choice("ragen.filter.spread", self.filter_spread, SPREADS)
-        check_range("ragen.filter.value", self.filter_value, 0.0)
-        check_range("ragen.filter.eps", self.filter_eps, 0.0)
-        for name, value, low in (("mi.every", self.mi_every, 0), ("mi.samples", self.mi_samples, 0),
-                                 ("mi.seed", self.mi_seed, 0), ("mi.pairs_per_call", self.mi_pairs_per_call, 1)):  # fmt: skip
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"ragen.{name} must be an integer >= {low}, got {value!r}")
-        if self.mi_columns is not None and (not isinstance(self.mi_columns, int) or self.mi_columns < 2):
-            raise ValueError(f"ragen.mi.columns must be null or an integer >= 2, got {self.mi_columns!r}")
-        for scheme in self.mi_schemes:
-            check_choice("ragen.mi.schemes", scheme, SCHEMES)
-
-    @classmethod
-    def from_config(cls, section: Any) -> RagenOptions:
-        """From the ``ragen`` config section (``filter`` and ``mi`` sub-sections; missing keys keep defaults)."""
-        section = section or {}
-        unknown = [key for key in section if key not in ("filter", "mi")]
-        if unknown:
-            raise ValueError(f"unknown key ragen.{unknown[0]}; allowed: filter, mi")
-        out: dict[str, Any] = {}
-        for group in ("filter", "mi"):
-            values = dict(section.get(group) or {})
-            for key, value in values.items():
-                name = f"{group}_{key}"
-                if name not in cls.__dataclass_fields__:
-                    known = sorted(k.split("_", 1)[1] for k in cls.__dataclass_fields__ if k.startswith(group))
-                    raise ValueError(f"unknown key ragen.{group}.{key}; allowed: {', '.join(known)}")
-                out[name] = tuple(value) if name == "mi_schemes" else value
-        return cls(**out)
-
-    def select_options(self) -> dict[str, Any]:
-        """The keyword arguments of ``select_groups``."""
-        return dict(mode=self.filter_mode, value=self.filter_value, prob_mode=self.filter_prob_mode,
-                    spread=self.filter_spread, include_zero=self.filter_include_zero, eps=self.filter_eps)  # fmt: skip
+__all__ = ["FilterStop", "RagenOptions", "RagenPPOTrainer", "snr_filter", "update_plan"]
 
 
 # ---- the SNR filter on a DataProto -----------------------------------------------------------------------
@@ -138,41 +89,20 @@ def group_returns(batch: DataProto) -> tuple[list[str], np.ndarray, np.ndarray]:
     uids = batch.non_tensor_batch.get("uid")
     if uids is None:
         raise ValueError("the SNR filter needs verl's uid column (the group of each sample)")
-    rows: dict[str, list[int]] = {}
-    for index, uid in enumerate(uids.tolist()):
-        rows.setdefault(str(uid), []).append(index)
-    sizes = {len(r) for r in rows.values()}
-    if len(sizes) != 1:
-        raise ValueError(f"groups of unequal size in the batch ({sorted(sizes)}): the SNR filter needs rollout.n each")
-    order = list(rows)
-    row_matrix = np.array([rows[uid] for uid in order], dtype=np.int64)
     per_row = batch.batch["rm_scores"].float().sum(dim=-1).double().cpu().numpy()
-    return order, row_matrix, per_row[row_matrix]
-
-
-def update_plan(num_groups: int, mini_batch_groups: int, samples: int, dp_size: int) -> tuple[int, int]:
-    """(groups to train on, groups per mini-batch) for ``num_groups`` kept groups.
-
-    verl's actor splits a batch into mini-batches of ``ppo_mini_batch_size`` groups (× ``rollout.n`` rows), and
-    every mini-batch evenly over the data-parallel ranks. So: a multiple of ``mini_batch_groups``; below one
-    mini-batch, one mini-batch of a multiple of the smallest group count whose rows split over the ranks.
-    """
-    unit = dp_size // math.gcd(samples, dp_size)  # groups whose rows divide evenly over the ranks
-    if num_groups >= mini_batch_groups:
-        kept = num_groups // mini_batch_groups * mini_batch_groups
-        return kept, mini_batch_groups
-    kept = num_groups // unit * unit
-    return kept, kept
+    return groups_of(uids.tolist(), per_row)
 
 
 @dataclass
 class FilterResult:
-    """What the hook does with one batch: the rows kept (ascending), the mini-batch size and the log."""
+    """What the hook does with one batch: the rows kept (ascending), the groups trained on, the mini-batch size
+    (in groups) and the log. With ``apply: mask`` every row stays and ``dropped`` lists the masked ones."""
 
     rows: np.ndarray
     groups: int
     mini_batch_groups: int
     metrics: dict[str, float] = field(default_factory=dict)
+    dropped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def empty(self) -> bool:
@@ -180,24 +110,27 @@ class FilterResult:
         return len(self.rows) == 0
 
 
-def snr_filter(batch: DataProto, options: RagenOptions, *, mini_batch_groups: int, dp_size: int = 1) -> FilterResult:
-    """Select the batch's groups with ``select_groups`` (unchanged) and trim them to an update verl can run."""
+def snr_filter(
+    batch: DataProto, options: RagenOptions, *, mini_batch_groups: int, dp_size: int = 1,
+    whole_groups_per_rank: bool = False,
+) -> FilterResult:  # fmt: skip
+    """Select the batch's groups with ``select_groups`` (unchanged); ``trim``: cut them to an update verl can
+    run (:func:`update_plan`), ``mask``: keep the batch's shape and list the dropped rows."""
     uids, rows, returns = group_returns(batch)
-    if not options.filter_enable:
-        kept = np.arange(len(uids))
+    selected = select(returns, options)
+    if options.apply == "trim":
+        count, mini_batch = update_plan(len(selected), mini_batch_groups, returns.shape[1], dp_size,
+                                        whole_groups_per_rank)  # fmt: skip
+        kept = trim_to(selected, count, returns, options.filter_spread)
     else:
-        kept = select_groups(returns, **options.select_options())
-    stats = filter_stats(returns, kept)
-    count, mini_batch = update_plan(len(kept), mini_batch_groups, returns.shape[1], dp_size)
-    if count < len(kept):  # drop the lowest-spread kept groups (ties: the later group)
-        spreads = group_spread(returns, options.filter_spread)
-        by_spread = sorted(kept.tolist(), key=lambda g: (-spreads[g], g))
-        kept = np.sort(np.array(by_spread[:count], dtype=np.int64))
-    metrics = {name: float(value) for name, value in stats.metrics().items()}
-    metrics["rollout/filter_trimmed_count"] = float(stats.kept_count - len(kept))
-    metrics["rollout/empty_after_filter"] = float(len(kept) == 0)  # after trimming to whole mini-batches
+        kept, mini_batch = selected, mini_batch_groups
+    metrics = selection_metrics(returns, selected, kept)
+    metrics.update(prefilter_metrics(returns, success_column(batch.non_tensor_batch.get("success"))))
     kept_rows = np.sort(rows[kept].reshape(-1)) if len(kept) else np.zeros(0, dtype=np.int64)
-    return FilterResult(kept_rows, len(kept), mini_batch, metrics)
+    if options.apply == "trim":
+        return FilterResult(kept_rows, len(kept), mini_batch, metrics)
+    dropped = np.setdiff1d(np.arange(rows.size), kept_rows)
+    return FilterResult(kept_rows, len(uids), mini_batch, metrics, dropped)
 
 
 # ---- MI: episode records and actor scoring ----------------------------------------------------------------
@@ -316,13 +249,25 @@ def mi_metrics(batch: DataProto, scorer, options: RagenOptions, step: int) -> di
 
 # ---- the trainer -------------------------------------------------------------------------------------------
 class RagenPPOTrainer(RayPPOTrainer):
-    """``RayPPOTrainer`` with the SNR filter and MI logging of the module docstring (options: ``config.ragen``)."""
+    """``RayPPOTrainer`` with the SNR filter and MI logging of the module docstring (options: ``config.ragen``,
+    or ``algorithm.reward_variance_filtering``)."""
 
     def __init__(self, config, *args, **kwargs) -> None:
-        self.ragen = RagenOptions.from_config(config.get("ragen"))
+        self.ragen = options_from_config(config)
         check_trainer_config(config)
         super().__init__(config, *args, **kwargs)
         self._ragen_plan: FilterResult | None = None
+        self._ragen_streak = EmptyStreak(self.ragen.filter_stop_after_empty)
+
+    def fit(self):
+        """verl's ``fit``, ended early (without an error) when :class:`FilterStop` says nothing is left to learn."""
+        try:
+            return super().fit()
+        except FilterStop as stop:
+            logger.warning("ragen: %s", stop)
+            print(f"ragen: {stop}")
+            self.ragen_stopped = str(stop)
+            return None
 
     # The hook: fit() calls _balance_batch once per step with the generated batch, rewards in, nothing derived.
     def _balance_batch(self, batch: DataProto, metrics, logging_prefix="global_seqlen", keep_minibatch=False):
@@ -330,20 +275,29 @@ class RagenPPOTrainer(RayPPOTrainer):
         return super()._balance_batch(batch, metrics, logging_prefix=logging_prefix, keep_minibatch=keep_minibatch)
 
     def ragen_step(self, batch: DataProto, metrics: dict) -> FilterResult:
-        """MI on the pre-filter batch (every ``mi.every`` steps), then the filter, in place."""
+        """MI on the pre-filter batch (every ``mi.every`` steps), then the filter, in place; raises
+        :class:`FilterStop` after ``filter.stop_after_empty`` empty selections in a row."""
         step = int(getattr(self, "global_steps", 0))
         every = self.ragen.mi_every
         if every and self.ragen.mi_samples and (step - 1) % every == 0:
             start = time.perf_counter()
             metrics.update(mi_metrics(batch, self.actor_scorer(), self.ragen, step))
             metrics["timing_s/mi"] = time.perf_counter() - start
-        dp_size = self._actor_dp_size()
-        plan = snr_filter(batch, self.ragen, mini_batch_groups=self._mini_batch_groups(), dp_size=dp_size)
+        plan = snr_filter(batch, self.ragen, mini_batch_groups=self._mini_batch_groups(),
+                          dp_size=self._actor_dp_size(), whole_groups_per_rank=self._prefix_grouper())  # fmt: skip
         metrics.update(plan.metrics)
-        if not plan.empty and len(plan.rows) < len(batch):
-            batch.reorder(torch.as_tensor(plan.rows, dtype=torch.long))  # in place: fit() holds this object
         self._ragen_plan = plan
+        metrics.update(self._ragen_streak.record(plan.empty))
+        if plan.empty:
+            return plan
+        if len(plan.dropped):  # mask: the dropped groups stay, with no loss token
+            batch.batch["response_mask"][torch.as_tensor(plan.dropped, dtype=torch.long)] = 0
+        elif len(plan.rows) < len(batch):
+            batch.reorder(torch.as_tensor(plan.rows, dtype=torch.long))  # in place: fit() holds this object
         return plan
+
+    def _prefix_grouper(self) -> bool:
+        return bool(self.config.actor_rollout_ref.actor.get("use_prefix_grouper", False))
 
     def actor_scorer(self) -> ActorScorer:
         """The actor (its current weights: those that sampled this batch) as the MI scoring agent."""
@@ -391,18 +345,9 @@ class RagenPPOTrainer(RayPPOTrainer):
 
 
 def check_trainer_config(config) -> None:
-    """The verl settings the hook relies on, each failing with the fix."""
+    """The verl settings the legacy hook relies on, each failing with the fix."""
     if config.trainer.get("use_v1", False):
         raise ValueError("trainer.use_v1 must be false for RagenPPOTrainer (it hooks verl's DataProto trainer)")
     if not config.trainer.get("balance_batch", True):
         raise ValueError("trainer.balance_batch must be true: RagenPPOTrainer filters in verl's _balance_batch hook")
-    filter_groups = config.algorithm.get("filter_groups") or {}
-    if filter_groups.get("enable", False):
-        raise ValueError(
-            "algorithm.filter_groups.enable must be false with RagenPPOTrainer: it applies RAGEN's SNR filter "
-            "(ragen.filter.*) instead of DAPO's"
-        )
-    if int(config.actor_rollout_ref.rollout.n) < 2:
-        raise ValueError(
-            f"actor_rollout_ref.rollout.n must be >= 2 (a reward spread per group), got {config.actor_rollout_ref.rollout.n}"
-        )
+    check_filter_config(config)

@@ -188,12 +188,11 @@ def test_example_run_composes_with_verls_config(tmp_path):
         "import json, os, sys, verl\n"
         "from hydra import compose, initialize_config_dir\n"
         "from omegaconf import OmegaConf\n"
-        "from baselines.verl.trainer import RagenOptions, check_trainer_config\n"
+        "from baselines.verl.main import check_config\n"
         "assert sys.argv[1] == 'baselines.verl.main', sys.argv[1]\n"
         f"with initialize_config_dir(config_dir={str(root / 'baselines' / 'verl' / 'config')!r}, version_base=None):\n"
         "    cfg = compose(config_name='ragen_ppo', overrides=sys.argv[2:])\n"
-        "RagenOptions.from_config(cfg.ragen)\n"
-        "check_trainer_config(cfg)\n"
+        "check_config(cfg)\n"
         "print(json.dumps(OmegaConf.to_container(cfg)))\n"
     )
     python = tmp_path / "python"  # stands in for the venv's python: runs the dataset step, composes the training step

@@ -19,6 +19,7 @@ from verl import DataProto  # noqa: E402
 import ragen_envs  # noqa: E402, F401
 from baselines.ppo.diagnostics import family_log, policy_agent  # noqa: E402
 from baselines.ppo.snr_filter import filter_stats, select_groups  # noqa: E402
+from baselines.verl.filtering import EmptyStreak, upstream_filter  # noqa: E402
 from baselines.verl.trainer import (  # noqa: E402
     ActorScorer,
     RagenOptions,
@@ -206,15 +207,20 @@ def test_actor_scored_mi_equals_the_harness_family(tiny, mi_batch):
 
 
 # ---- the trainer's hook ---------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def config():
+def composed(*overrides):
+    """``baselines/verl/config/ragen_ppo.yaml`` on verl's config, for the legacy trainer, as Hydra composes it."""
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(ROOT / "baselines" / "verl" / "config"), version_base=None):
-        return compose(config_name="ragen_ppo", overrides=["actor_rollout_ref.rollout.n=2",
+        return compose(config_name="ragen_ppo", overrides=["trainer.use_v1=false", "actor_rollout_ref.rollout.n=2",
                                                             "actor_rollout_ref.actor.ppo_mini_batch_size=2",
                                                             f"actor_rollout_ref.model.path={MODEL}",
-                                                            "ragen.mi.every=2", "ragen.mi.samples=4"])  # fmt: skip
+                                                            "ragen.mi.every=2", "ragen.mi.samples=4", *overrides])  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def config():
+    return composed()
 
 
 def test_the_config_composes_on_verls_and_is_checked(config):
@@ -252,6 +258,7 @@ def hooked_trainer(config, tokenizer, model, calls, dp=2):
     trainer = RagenPPOTrainer.__new__(RagenPPOTrainer)
     trainer.config, trainer.tokenizer, trainer.ragen = config, tokenizer, RagenOptions.from_config(config.ragen)
     trainer.actor_rollout_wg, trainer._ragen_plan, trainer.global_steps = WorkerGroup(dp), None, 1
+    trainer._ragen_streak = EmptyStreak(trainer.ragen.filter_stop_after_empty)
     trainer._compute_old_log_prob = lambda pairs: (
         DataProto.from_dict(tensors={"old_log_probs": actor_log_probs(model, calls)(pairs)}), 0.0)  # fmt: skip
     return trainer
@@ -307,3 +314,131 @@ def test_fit_hook_scores_mi_filters_in_place_and_sizes_the_update(config, tiny, 
     assert len(flat) == 6 and metrics["rollout/empty_after_filter"] == 1
     out = trainer._update_actor(flat)
     assert len(seen) == 2 and out.meta_info["metrics"]["actor/optimizer_steps"] == 0
+
+
+# ---- apply: mask, the prefix grouper's plan, the pre-filter log, the stop ---------------------------------------
+def merged(config, *dotlist):
+    from omegaconf import OmegaConf
+
+    return OmegaConf.merge(config, OmegaConf.from_dotlist(list(dotlist)))
+
+
+def test_mask_keeps_the_batch_and_zeroes_the_dropped_groups_response_mask(config, tiny, mi_batch, monkeypatch):
+    from verl.trainer.ppo.ray_trainer import RayPPOTrainer
+
+    model, tokenizer = tiny
+    trainer = hooked_trainer(merged(config, "ragen.filter.apply=mask", "ragen.mi.every=0"), tokenizer, model, [])
+    batch = with_returns(mi_batch, [0, 1, 1, 1, 0, 3])  # u1 has no spread
+    batch.batch["response_mask"] = torch.ones((len(batch), 3), dtype=torch.long)
+    metrics = {}
+    trainer._balance_batch(batch, metrics)
+    assert len(batch) == 6 and metrics["rollout/filter_kept_count"] == 2  # shapes kept
+    for uid, mask in zip(batch.non_tensor_batch["uid"], batch.batch["response_mask"].tolist(), strict=True):
+        assert mask == ([0, 0, 0] if uid == "u1" else [1, 1, 1]), uid
+    seen = []
+    monkeypatch.setattr(RayPPOTrainer, "_update_actor", lambda self, data: seen.append(
+        (len(data), self.config.actor_rollout_ref.actor.ppo_mini_batch_size)) or DataProto.from_single_dict(
+        data={}, meta_info={"metrics": {}}))  # fmt: skip
+    trainer._update_actor(batch)
+    assert seen == [(6, 2)]  # verl's own mini-batch size: nothing trimmed
+
+
+def test_prefix_grouper_trims_to_whole_groups_per_rank(config, tiny, mi_batch):
+    assert update_plan(3, 4, 2, 2) == (3, 3)  # rows split over 2 ranks with any group count
+    assert update_plan(3, 4, 2, 2, whole_groups_per_rank=True) == (2, 2)  # the prefix grouper: groups split
+    assert update_plan(9, 4, 2, 2, whole_groups_per_rank=True) == (8, 4)
+    with pytest.raises(ValueError, match=r"use_prefix_grouper.*ppo_mini_batch_size \(3\) must be a multiple of.*\(2\)"):
+        update_plan(5, 3, 2, 2, whole_groups_per_rank=True)
+    model, tokenizer = tiny
+    for grouper, groups in ((False, 3), (True, 2)):
+        settings = merged(config, "ragen.mi.every=0", "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+                          f"actor_rollout_ref.actor.use_prefix_grouper={str(grouper).lower()}")  # fmt: skip
+        batch = with_returns(mi_batch, [0, 1, 0, 2, 0, 3])  # three groups, all kept by top-p 0.9
+        trainer = hooked_trainer(settings, tokenizer, model, [], dp=2)
+        metrics = {}
+        trainer.ragen_step(batch, metrics)
+        assert len(set(batch.non_tensor_batch["uid"])) == groups
+        assert metrics["rollout/filter_trimmed_count"] == 3 - groups
+
+
+def test_the_pre_filter_batch_is_logged(config, tiny, mi_batch):
+    model, tokenizer = tiny
+    trainer = hooked_trainer(merged(config, "ragen.mi.every=0"), tokenizer, model, [])
+    returns = [0, 1, 1, 1, 0, 3]
+    batch = with_returns(mi_batch, returns)
+    batch.non_tensor_batch["success"] = np.array([0.0, 1.0, 1.0, 1.0, 0.0, 1.0])
+    metrics = {}
+    trainer._balance_batch(batch, metrics)
+    assert len(batch) == 4  # u1 dropped: what verl's critic/score/mean then describes
+    assert metrics["ragen/prefilter/score_mean"] == pytest.approx(np.mean(returns))
+    assert metrics["ragen/prefilter/score_max"] == 3 and metrics["ragen/prefilter/score_min"] == 0
+    assert metrics["ragen/prefilter/success"] == pytest.approx(4 / 6) and metrics["ragen/prefilter/groups"] == 3
+
+
+def test_five_empty_steps_in_a_row_end_fit(config, tiny, mi_batch, monkeypatch):
+    from verl.trainer.ppo.ray_trainer import RayPPOTrainer
+
+    model, tokenizer = tiny
+    trainer = hooked_trainer(merged(config, "ragen.mi.every=0"), tokenizer, model, [])
+    streaks = []
+    for returns in ([1.0] * 6, [1.0] * 6, [0, 1, 1, 1, 0, 3], [1.0] * 6):  # a kept group resets the count
+        metrics = {}
+        trainer._balance_batch(with_returns(mi_batch, returns), metrics)
+        streaks.append(metrics["ragen/filter/empty_streak"])
+    assert streaks == [1, 2, 0, 1]
+    steps = []
+
+    def fit(self):  # verl's loop, as far as the hook sees it: one generated batch per step, forever
+        while True:
+            steps.append(len(steps))
+            self._balance_batch(with_returns(mi_batch, [1.0] * 6), {})
+
+    monkeypatch.setattr(RayPPOTrainer, "fit", fit)
+    assert trainer.fit() is None and len(steps) == 4  # the 5th empty selection in a row (1 carried over)
+    assert "5 consecutive steps" in trainer.ragen_stopped
+    never = hooked_trainer(merged(config, "ragen.mi.every=0", "ragen.filter.stop_after_empty=0"), tokenizer, model, [])
+    for _ in range(7):
+        never._balance_batch(with_returns(mi_batch, [1.0] * 6), {})
+
+
+# ---- the upstream ports' keys --------------------------------------------------------------------------------
+def test_upstream_keys_map_onto_the_filter_and_rank_by_variance():
+    # g0's spread dwarfs the others': the variance's squares weigh it more than the std does
+    returns = np.array([[0.0, 0.0, 20.0, 20.0], [0.0, 0.0, 2.0, 2.0], [0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.5, 0.5]])
+    ragen = RagenOptions()  # RAGEN's trainer: top-p 0.9 of the summed std
+    upstream = RagenOptions.from_config({}, {"enable": True, "strategy": "top_p", "top_p": 0.9})
+    assert (upstream.filter_spread, upstream.filter_mode, upstream.apply) == ("var", "top_p", "mask")
+    by_std = snr_filter(generated_batch(returns), ragen, mini_batch_groups=1)
+    by_var = snr_filter(generated_batch(returns), upstream, mini_batch_groups=1)
+    uid = generated_batch(returns).non_tensor_batch["uid"]
+    assert sorted({uid[r] for r in by_std.rows}) == ["u0", "u1"]  # std: 11.5 + 1.2 of 13.6 reach 0.9
+    assert sorted({uid[r] for r in by_var.rows}) == ["u0"] and len(by_var.dropped) == 12  # variance: 133 of 135 does
+    # the ports' own rule on their kind of example: variance mass top-p, and a fixed top-k
+    spread3 = np.array([[-3.0, 3.0], [-2.0, 2.0], [-1.0, 1.0], [4.0, 4.0]])  # variances 18, 8, 2, 0
+    top_p = RagenOptions.from_config({}, {"enable": True, "top_p": 0.8, "selection_eps": 0.0})
+    assert select_groups(spread3, **top_p.select_options()).tolist() == [0, 1]  # 26 of 28 >= 22.4
+    top_k = RagenOptions.from_config({}, {"enable": True, "strategy": "top_k", "top_k": 3, "include_zero": True})
+    assert select_groups(spread3, **top_k.select_options()).tolist() == [0, 1, 2]
+    assert RagenOptions.from_config({}, {"enable": False}).filter_enable is False
+    assert RagenOptions.from_config({"filter": {"apply": "trim"}}, {"enable": True}).apply == "trim"
+    assert upstream_filter({})["filter_enable"] is False  # the ports' default: off
+
+
+def test_upstream_key_mistakes_name_the_fix():
+    with pytest.raises(ValueError, match="set the filter rule in one place"):
+        RagenOptions.from_config({"filter": {"value": 0.5}}, {"enable": True})
+    with pytest.raises(ValueError, match="unknown key algorithm.reward_variance_filtering.topp; allowed"):
+        upstream_filter({"topp": 0.9})
+    with pytest.raises(ValueError, match="reward_variance_filtering.strategy must be one of"):
+        upstream_filter({"strategy": "min_p"})
+    with pytest.raises(ValueError, match="variance_ddof must be 1"):
+        upstream_filter({"variance_ddof": 0})
+    from baselines.verl import main
+    from baselines.verl.filtering import options_from_config
+
+    # verl's command line adds the section with "+", as for any key its config lacks
+    upstream = composed("+algorithm.reward_variance_filtering.enable=true",
+                        "+algorithm.reward_variance_filtering.strategy=top_k", "+algorithm.reward_variance_filtering.top_k=2")  # fmt: skip
+    main.check_config(upstream)
+    options = options_from_config(upstream)
+    assert (options.filter_mode, options.filter_value, options.apply) == ("top_k_abs", 2.0, "mask")
