@@ -25,10 +25,6 @@ model may try again: truncated after ``max_turns`` (5, RAGEN's agent turn limit;
 bandit episode at its first *valid* action) turns without a valid pull.
 ``success`` is True when the arm with the higher expected payout (the risky one by default) was pulled.
 
-## Arguments
-``safe_reward`` (0.1), ``risky_reward`` (1.0), ``risky_prob`` in [0, 1] (0.25), ``max_turns`` (5),
-``format_penalty`` (-0.1), ``response_format`` ("think").
-
 ## Version History
 - v0: initial release.
 """
@@ -37,7 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ragen_envs.core import ActionResult, TextEnv, check_range
+from ragen_envs.arguments import EnvConfig, argument
+from ragen_envs.core import ActionResult, TextEnv
 from ragen_envs.parsing import normalize_action
 from ragen_envs.tools import ActionTool
 
@@ -54,17 +51,12 @@ BOLD_NAMES = (
 
 
 @dataclass(frozen=True)
-class BanditConfig:
+class BanditConfig(EnvConfig):
     """Payouts of the two arms."""
 
-    safe_reward: float = 0.1
-    risky_reward: float = 1.0
-    risky_prob: float = 0.25
-
-    def __post_init__(self) -> None:
-        check_range("safe_reward", self.safe_reward)
-        check_range("risky_reward", self.risky_reward)
-        check_range("risky_prob", self.risky_prob, 0.0, 1.0)
+    safe_reward: float = argument(0.1, "What the safe arm always pays.", number=True)
+    risky_reward: float = argument(1.0, "What the risky arm pays when it pays.", number=True)
+    risky_prob: float = argument(0.25, "Probability that the risky arm pays.", low=0.0, high=1.0)
 
     @property
     def best_arm(self) -> str:
@@ -85,22 +77,10 @@ class BanditEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through 
     action_separator = None
     example_answer = "Turtle"
     action_tools = (ActionTool("pull", "Pull one arm (once per episode).", "arm", "The arm's name, as shown."),)
+    config_cls = BanditConfig
+    base_defaults = {"max_turns": 5}
 
-    def __init__(
-        self,
-        *,
-        safe_reward: float = 0.1,
-        risky_reward: float = 1.0,
-        risky_prob: float = 0.25,
-        max_turns: int = 5,
-        format_penalty: float = -0.1,
-        response_format: str = "think",
-        render_mode: str | None = None,
-    ) -> None:
-        super().__init__(
-            max_turns=max_turns, format_penalty=format_penalty, response_format=response_format, render_mode=render_mode
-        )
-        self.config = BanditConfig(safe_reward, risky_reward, risky_prob)
+    def _setup(self) -> None:
         self.safe_name = self.risky_name = ""
         self.order: tuple[str, str] = ("", "")
 

@@ -9,6 +9,9 @@ public ones are also what the harness's agents read):
 ==========================  ===========================================================================
 hook                        what it does
 ==========================  ===========================================================================
+``config_cls``              class attribute: the env's arguments, declared once as a frozen config dataclass
+                            (:mod:`ragen_envs.arguments`); ``base_defaults`` its defaults for the base ones
+``_setup()``                build the env's fixed state from ``self.config`` (called once, by ``__init__``)
 ``_generate()``             build a new episode's state from ``self.np_random`` (called by ``reset``)
 ``_observe() -> str``       the state as text
 ``_instructions() -> str``  the rules, symbols and action grammar (the response-format line is added here)
@@ -39,14 +42,20 @@ import re
 import string
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
+from ragen_envs.arguments import (
+    EnvConfig,
+    TurnConfig,
+    argument_fields,
+    check_choice,
+    check_range,
+)
 from ragen_envs.parsing import (
-    RESPONSE_FORMATS,
     SAMPLE_VOCAB,
     format_instructions,
     format_response,
@@ -106,26 +115,6 @@ class ActionResult:
     """Feedback shown above the next observation (e.g. "Incorrect, try again.")."""
 
 
-def check_range(
-    name: str, value: Any, low: float | None = None, high: float | None = None, *, integer: bool = False
-) -> None:
-    """Raise ``ValueError`` naming ``name`` and the allowed range when ``value`` falls outside it."""
-    kind = "an integer" if integer else "a number"
-    if integer and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
-    if not integer and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
-    if value != value or (low is not None and value < low) or (high is not None and value > high):
-        bounds = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
-        raise ValueError(f"{name} must be in {bounds}, got {value!r}")
-
-
-def check_choice(name: str, value: Any, allowed: tuple) -> None:
-    """Raise ``ValueError`` naming ``name`` and the allowed values when ``value`` is not one of them."""
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-
-
 class ResponseSpace(spaces.Text):
     """The action space: any text, whose ``sample()`` is a random *well-formed* response.
 
@@ -167,38 +156,42 @@ class ResponseSpace(spaces.Text):
         return format_response(" ".join(words), answer, self.response_format)
 
 
-_INIT_ARGUMENTS: dict[type, frozenset[str] | None] = {}
+__all__ = [
+    "INFO_KEYS", "MAX_OBSERVATION_CHARS", "MAX_RESPONSE_CHARS", "TEXT_CHARSET", "ActionResult", "EnvConfig",
+    "ResponseSpace", "TextEnv", "TurnConfig", "check_choice", "check_range", "clean_observation",
+    "outside_charset_pattern",
+]  # fmt: skip
+
+_BASE_ARGUMENTS = {field.name: field for field in argument_fields(TurnConfig)}
 
 
-def _init_arguments(cls: type) -> frozenset[str] | None:
-    """Keyword arguments ``cls.__init__`` accepts (None when it takes ``**kwargs``), cached per class."""
-    if cls not in _INIT_ARGUMENTS:
-        import inspect
+def _signature_arguments(cls: type) -> frozenset[str] | None:
+    """Keyword arguments an env written with its own ``__init__`` accepts (None when it takes ``**kwargs``)."""
+    import inspect
 
-        params = inspect.signature(cls.__init__).parameters.values()
-        if any(p.kind is p.VAR_KEYWORD for p in params):
-            _INIT_ARGUMENTS[cls] = None
-        else:
-            _INIT_ARGUMENTS[cls] = frozenset(
-                p.name for p in params if p.name != "self" and p.kind is not p.VAR_POSITIONAL
-            )
-    return _INIT_ARGUMENTS[cls]
+    params = inspect.signature(cls.__init__).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(p.name for p in params if p.name != "self" and p.kind is not p.VAR_POSITIONAL)
 
 
 class TextEnv(gym.Env[str, str]):
     """Base class of every ragen text env; see the module docstring for the hooks a subclass implements.
 
-    Arguments common to all envs:
-        max_turns: turns before the episode is truncated.
-        max_actions_per_turn: how many ``||``-separated actions of one response are played (extra are dropped).
-        format_penalty: reward added for a turn whose response does not parse or names an unknown action.
-        response_format: ``"think"`` (``<think>…</think><answer>…</answer>``), ``"answer"``, ``"raw"`` or
-            ``"tool"`` (reasoning, then ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` per action).
+    An env declares its arguments once, as the fields of its frozen config dataclass (``config_cls``, made with
+    :func:`ragen_envs.arguments.argument`), and the defaults it wants for the arguments every env takes
+    (:class:`ragen_envs.arguments.TurnConfig`: ``max_turns``, ``max_actions_per_turn``, ``format_penalty``,
+    ``response_format``, ``render_mode``) in ``base_defaults``. ``gym.make``'s kwargs then become ``self.config``
+    (an instance of ``config_cls``) and the base attributes (``self.max_turns`` …); the class's signature lists
+    them all. Such an env writes no ``__init__``: it builds its fixed state from ``self.config`` in
+    :meth:`_setup`. An env written with its own ``__init__`` (keyword arguments, forwarding the base ones to this
+    one) works too.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
     action_separator: str | None = "||"
-    """Separator between actions in one answer; ``None`` means the whole answer is one action."""
+    """Separator between actions in one answer; ``None`` means the whole answer is one action (and the env takes
+    no ``max_actions_per_turn``)."""
     example_answer: str = ""
     extra_charset: str = ""
     argument_aliases: dict[str, str] = {}
@@ -206,13 +199,49 @@ class TextEnv(gym.Env[str, str]):
     action_tools: tuple[ActionTool, ...] = DEFAULT_TOOLS
     """The env's actions as tools (``response_format="tool"``): every action string the env's oracle and
     candidates play must fit one tool's template."""
+    config_cls: ClassVar[type[EnvConfig]] = EnvConfig
+    """The env's own arguments: a frozen dataclass whose fields are declared with ``argument``."""
+    base_defaults: ClassVar[dict[str, Any]] = {}
+    """The env's defaults for :class:`~ragen_envs.arguments.TurnConfig`'s arguments (``{"max_turns": 5}``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # an env with its own __init__ is described by it, not by a signature inherited from a declaring base
+        cls.__signature__ = cls._signature() if cls.declares_arguments() else None
+
+    @classmethod
+    def declares_arguments(cls) -> bool:
+        """True when the env's arguments are its config's fields (it writes no ``__init__`` of its own)."""
+        return cls.__init__ is TextEnv.__init__
+
+    @classmethod
+    def arguments(cls) -> dict[str, tuple[Any, Any]]:
+        """Every argument the env takes: name → (default, the dataclass field declaring it); the config's own
+        first, then the base ones with the env's defaults. Only for an env that :meth:`declares_arguments`."""
+        own = {field.name: (field.default, field) for field in argument_fields(cls.config_cls)}
+        base = {
+            name: (cls.base_defaults.get(name, field.default), field)
+            for name, field in _BASE_ARGUMENTS.items()
+            if name != "max_actions_per_turn" or cls.action_separator is not None
+        }
+        return {**own, **base}
+
+    @classmethod
+    def _signature(cls):
+        import inspect
+
+        params = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=field.type)
+            for name, (default, field) in cls.arguments().items()
+        ]
+        return inspect.Signature(params)
 
     def __new__(cls, *args: Any, **kwargs: Any):
         # Checked here, once for every env: a misspelled kwarg gets a ValueError naming it, the closest
         # argument and the allowed ones, instead of Python's bare TypeError from __init__.
         """Refuse unknown constructor arguments with a ``ValueError`` naming them, the closest allowed one and the
         allowed ones."""
-        allowed = _init_arguments(cls)
+        allowed = frozenset(cls.arguments()) if cls.declares_arguments() else _signature_arguments(cls)
         unknown = sorted(set(kwargs) - allowed) if allowed is not None else []
         if unknown:
             import difflib  # only on this error path: keeps it out of every make()
@@ -226,25 +255,24 @@ class TextEnv(gym.Env[str, str]):
             )
         return super().__new__(cls)
 
-    def __init__(
-        self,
-        *,
-        max_turns: int,
-        max_actions_per_turn: int = 1,
-        format_penalty: float = -0.1,
-        response_format: str = "think",
-        render_mode: str | None = None,
-    ) -> None:
-        check_range("max_turns", max_turns, 1, integer=True)
-        check_range("max_actions_per_turn", max_actions_per_turn, 1, integer=True)
-        check_range("format_penalty", format_penalty)
-        check_choice("response_format", response_format, RESPONSE_FORMATS)
-        check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
-        self.max_turns = max_turns
-        self.max_actions_per_turn = max_actions_per_turn
-        self.format_penalty = float(format_penalty)
-        self.response_format = response_format
-        self.render_mode = render_mode
+    def __init__(self, **arguments: Any) -> None:
+        base = {name: arguments.pop(name) for name in list(arguments) if name in _BASE_ARGUMENTS}
+        if self.declares_arguments():
+            turns = TurnConfig(**{**type(self).base_defaults, **base})
+            config = self.config_cls(**arguments, **self._derived_config(turns))
+        elif arguments:  # an env's own __init__ passes only the base arguments on
+            raise TypeError(f"TextEnv.__init__() got unexpected arguments {sorted(arguments)}")
+        else:
+            turns, config = TurnConfig(**base), None
+        check_choice("render_mode", turns.render_mode, (None, *self.metadata["render_modes"]))
+        self.max_turns = turns.max_turns
+        self.max_actions_per_turn = turns.max_actions_per_turn
+        self.format_penalty = float(turns.format_penalty)
+        self.response_format = turns.response_format
+        self.render_mode = turns.render_mode
+        if config is not None:
+            self.config = config
+        self._setup()
         charset = TEXT_CHARSET | frozenset(self.extra_charset)
         self._outside_charset = outside_charset_pattern(charset)
         # a Text that AsyncVectorEnv's default shared memory delivers (see ragen_envs.text_space)
@@ -252,9 +280,9 @@ class TextEnv(gym.Env[str, str]):
         self.action_space = ResponseSpace(
             max_length=MAX_RESPONSE_CHARS,
             charset=charset,
-            response_format=response_format,
+            response_format=self.response_format,
             separator=self.action_separator,
-            max_actions=max_actions_per_turn,
+            max_actions=self.max_actions_per_turn,
             tools=self.action_tools,
         )
         self.turn = 0
@@ -263,6 +291,15 @@ class TextEnv(gym.Env[str, str]):
         self._last_observation = ""
 
     # ---- hooks --------------------------------------------------------------------------------------
+    def _derived_config(self, turns: TurnConfig) -> dict[str, Any]:
+        """Values of the config's ``derived`` fields, from the base arguments (e.g. the action budget
+        ``turns.max_turns * turns.max_actions_per_turn``). Default: none."""
+        return {}
+
+    def _setup(self) -> None:
+        """Build the env's fixed state from ``self.config`` (called once, before the spaces are built, so it may set
+        ``extra_charset``). Default: nothing."""
+
     def _generate(self) -> None:
         raise NotImplementedError
 

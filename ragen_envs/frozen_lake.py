@@ -65,8 +65,6 @@ rendered by player cell, the full BFS layers once the oracle first asks, and wit
 value-iteration policy (from the move table and the map's absorbing cells) on the oracle's first call.
 
 ## Arguments
-``size`` in [2, 16] (4), ``frozen_prob`` in [0, 1] (0.9), ``slip`` in [0, 1] (0.0), ``max_turns`` (5),
-``max_actions_per_turn`` (2), ``format_penalty`` (-0.1), ``response_format`` ("think").
 ``ragen/FrozenLake-8x8-v0`` is ``size=8, frozen_prob=0.8, max_turns=10`` (20 actions: the longest shortest
 path between two cells of an empty 8×8 board is 14).
 
@@ -83,7 +81,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ragen_envs.core import ActionResult, TextEnv, check_range
+from ragen_envs.arguments import EnvConfig, argument, derived
+from ragen_envs.core import ActionResult, TextEnv, TurnConfig, check_range
 from ragen_envs.parsing import normalize_action
 from ragen_envs.tools import ActionTool
 
@@ -97,22 +96,22 @@ MAX_TRIES = 64
 
 
 @dataclass(frozen=True)
-class FrozenLakeConfig:
+class FrozenLakeConfig(EnvConfig):
     """The map generator's and the dynamics' settings."""
 
-    size: int = 4
-    """Board side; the board is ``size × size``."""
-    frozen_prob: float = 0.9
-    """Probability that a cell is frozen (walkable) rather than a hole."""
-    slip: float = 0.0
-    """Probability that a move goes to a perpendicular direction instead (0 = deterministic)."""
-    max_path_length: int = 10
-    """The action budget: every generated map's shortest path is at most this long."""
+    size: int = argument(4, "Board side; the board is ``size × size``.", low=2, high=16, integer=True)
+    frozen_prob: float = argument(
+        0.9, "Probability that a cell is frozen (walkable) rather than a hole.", low=0.0, high=1.0
+    )
+    slip: float = argument(
+        0.0, "Probability that a move goes to a perpendicular direction instead (0 = deterministic).", low=0.0, high=1.0
+    )
+    max_path_length: int = derived(
+        10, "The action budget (``max_turns × max_actions_per_turn``): every map's shortest path is at most this long."
+    )
 
     def __post_init__(self) -> None:
-        check_range("size", self.size, 2, 16, integer=True)
-        check_range("frozen_prob", self.frozen_prob, 0.0, 1.0)
-        check_range("slip", self.slip, 0.0, 1.0)
+        super().__post_init__()
         check_range("max_path_length", self.max_path_length, 1, integer=True)
 
 
@@ -340,28 +339,14 @@ class FrozenLakeEnv(TextEnv):  # noqa: D101 (its docstring is the module's, thro
     example_answer = "Down || Right"
     action_tools = (ActionTool("move", "Move the player one cell.", "direction", "Where to move.", choices=ACTIONS),)
     argument_aliases = {"is_slippery": "slip", "success_rate": "slip", "p": "frozen_prob", "map_size": "size"}
+    config_cls = FrozenLakeConfig
+    base_defaults = {"max_turns": 5, "max_actions_per_turn": 2}
 
-    def __init__(
-        self,
-        *,
-        size: int = 4,
-        frozen_prob: float = 0.9,
-        slip: float = 0.0,
-        max_turns: int = 5,
-        max_actions_per_turn: int = 2,
-        format_penalty: float = -0.1,
-        response_format: str = "think",
-        render_mode: str | None = None,
-    ) -> None:
-        super().__init__(
-            max_turns=max_turns,
-            max_actions_per_turn=max_actions_per_turn,
-            format_penalty=format_penalty,
-            response_format=response_format,
-            render_mode=render_mode,
-        )
-        self.config = FrozenLakeConfig(size, frozen_prob, slip, max_turns * max_actions_per_turn)
-        self._table = move_table(size)
+    def _derived_config(self, turns: TurnConfig) -> dict[str, Any]:
+        return {"max_path_length": turns.max_turns * turns.max_actions_per_turn}
+
+    def _setup(self) -> None:
+        self._table = move_table(self.config.size)
         self._system_prompt: str | None = None
         self.lake: LakeMap | None = None
         self.player = 0

@@ -4,7 +4,9 @@
     python scripts/gen_env_docs.py --check    # exit 1 and name the stale pages (tests/docs runs this check)
 
 Each page holds the ids registered for the class with their registered kwargs, the class docstring with its
-reStructuredText inline markup turned into Markdown, the env's actions as tools (its ``action_tools``, for
+reStructuredText inline markup turned into Markdown, the Arguments table written from the env's config fields
+(their defaults, allowed values and docstrings: the one place an argument is declared, see
+``ragen_envs.arguments``), the env's actions as tools (its ``action_tools``, for
 ``response_format="tool"``), and the hand-written notes in docs/envs/notes/<page>.md when that file exists (measurements and design history belong in docs/benchmarks.md, not here).
 """
 
@@ -134,6 +136,38 @@ def render_tools(cls: type) -> str:
     )
 
 
+def _cell(text: str) -> str:
+    return _inline(text).replace("|", "\\|")
+
+
+def render_arguments(cls: type) -> str:
+    """The Arguments table: every argument the env takes (its config's fields, then the base ones) with the env's
+    default, the allowed values and the field's docstring."""
+    from ragen_envs.arguments import allowed_text
+
+    rows = ["| argument | default | allowed | what it sets |", "|---|---|---|---|"]
+    for name, (default, field) in cls.arguments().items():
+        shown = field.metadata.get("shown_default") or f"``{default!r}``"
+        rows.append(f"| `{name}` | {_cell(shown)} | {_cell(allowed_text(field))} | {_cell(field.metadata['doc'])} |")
+    return "\n".join(rows)
+
+
+def with_arguments(cls: type, body: str) -> str:
+    """The docstring's Markdown with the Arguments table at the top of its Arguments section (a section is added
+    before Version History when the docstring has none); unchanged for an env that writes its own ``__init__``."""
+    if not getattr(cls, "declares_arguments", lambda: False)():
+        return body
+    lines = body.split("\n")
+    table = render_arguments(cls)
+    if "## Arguments" in lines:
+        at = lines.index("## Arguments") + 1
+        rest = lines[at:]
+        gap = [""] if rest and rest[0].strip() and not rest[0].startswith("## ") else []
+        return "\n".join([*lines[:at], table, *gap, *rest])
+    at = lines.index("## Version History") if "## Version History" in lines else len(lines)
+    return "\n".join([*lines[:at], "## Arguments", table, "", *lines[at:]])
+
+
 def render_page(cls: type, ids: list[tuple[str, dict]]) -> str:
     """One env's page: registered ids, the docstring as Markdown, its tools, then the notes file if any."""
     doc = inspect.getdoc(cls)
@@ -157,7 +191,7 @@ def render_page(cls: type, ids: list[tuple[str, dict]]) -> str:
         f"`gym.make(id, **kwargs)` builds `{cls.__module__}.{cls.__qualname__}`; kwargs given to `gym.make` override",
         "the registered ones.",
         "",
-        rst_to_markdown(body).rstrip(),
+        with_arguments(cls, rst_to_markdown(body)).rstrip(),
         "",
         render_tools(cls),
     ]

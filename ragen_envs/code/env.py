@@ -32,13 +32,6 @@ fraction reached (1.0 when solved) plus any format penalties.
 ## Episode End
 Terminated when every hidden test passes (``success``). Truncated after ``max_turns`` (3) attempts.
 
-## Arguments
-``num_hidden_tests`` (8), ``families`` (None: all; or a tuple of family names), ``per_test_s`` (2.0 s per
-test), ``memory_mb`` (256, whole sandbox), ``backend`` ("auto-pool": the warm pool of bubblewrap sandboxes,
-else Docker, else an error that says what to install; "bwrap" for a fresh sandbox per answer, "docker";
-"unsafe-subprocess" needs ``allow_unsafe=True``), ``max_feedback_chars`` (1500),
-``max_turns`` (3), ``format_penalty`` (-0.1), ``response_format`` ("think").
-
 ## Version History
 - v0: initial release. Later, still v0: the feedback after a rejected answer names what was wrong instead of
   "Unknown action(s) … were ignored" (which answers are rejected, rewards and termination are unchanged; only
@@ -55,9 +48,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragen_envs import sandbox
+from ragen_envs.arguments import EnvConfig, argument
 from ragen_envs.code.problems import FAMILIES, Problem, call_text, make_problem
 from ragen_envs.code.verdicts import RunReport, decode_value, run_tests
-from ragen_envs.core import TEXT_CHARSET, ActionResult, TextEnv, check_range
+from ragen_envs.core import TEXT_CHARSET, ActionResult, TextEnv
 from ragen_envs.tools import ActionTool
 
 MAX_CODE_CHARS = 64 * 1024
@@ -65,23 +59,32 @@ _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTAL
 
 
 @dataclass(frozen=True)
-class CodeExecConfig:
+class CodeExecConfig(EnvConfig):
     """How problems are drawn and how answers are run."""
 
-    num_hidden_tests: int = 8
-    families: tuple[str, ...] | None = None
-    """Family names to draw from (None: all of them)."""
-    per_test_s: float = 2.0
-    memory_mb: int = 256
-    backend: str = "auto-pool"
-    allow_unsafe: bool = False
-    max_feedback_chars: int = 1500
+    num_hidden_tests: int = argument(8, "Hidden tests per problem.", low=1, high=100, integer=True)
+    families: tuple[str, ...] | None = argument(
+        None, "Family names to draw from (``None``: all of them).", allowed="a non-empty tuple of family names"
+    )
+    per_test_s: float = argument(2.0, "Seconds each test may run (wall clock).", low=0.05, high=60)
+    memory_mb: int = argument(256, "Memory of the whole sandbox, in MiB.", low=64, high=1 << 16, integer=True)
+    backend: str = argument(
+        "auto-pool",
+        "``auto-pool``: the warm pool of bubblewrap sandboxes, else Docker, else an error that says what to install; "
+        "``bwrap`` for a fresh sandbox per answer, ``docker``; ``unsafe-subprocess`` needs ``allow_unsafe=True``.",
+        allowed="a name of ``ragen_envs.sandbox.get_backend``",
+    )
+    allow_unsafe: bool = argument(
+        False, "Allow the ``unsafe-subprocess`` backend (no isolation).", choices=(False, True)
+    )
+    max_feedback_chars: int = argument(
+        1500, "Longest error trace shown after an attempt.", low=100, high=1 << 16, integer=True
+    )
 
     def __post_init__(self) -> None:
-        check_range("num_hidden_tests", self.num_hidden_tests, 1, 100, integer=True)
-        check_range("per_test_s", self.per_test_s, 0.05, 60)
-        check_range("memory_mb", self.memory_mb, 64, 1 << 16, integer=True)
-        check_range("max_feedback_chars", self.max_feedback_chars, 100, 1 << 16, integer=True)
+        super().__post_init__()
+        if isinstance(self.families, list):  # as JSON (``--env-kwargs``) gives it
+            object.__setattr__(self, "families", tuple(self.families))
         if self.families is not None:
             if isinstance(self.families, str) or not self.families:
                 raise ValueError(f"families must be None or a non-empty tuple of family names, got {self.families!r}")
@@ -141,36 +144,13 @@ class CodeExecEnv(TextEnv):  # noqa: D101 (its docstring is the module's, throug
     action_tools = (ActionTool("submit", "Submit the complete code of the function.", "code", "Python source code."),)
     example_answer = "```python\ndef add(a: int, b: int) -> int:\n    return a + b\n```"
 
-    def __init__(
-        self,
-        *,
-        num_hidden_tests: int = 8,
-        families: tuple[str, ...] | list[str] | None = None,
-        per_test_s: float = 2.0,
-        memory_mb: int = 256,
-        backend: str = "auto-pool",
-        allow_unsafe: bool = False,
-        max_feedback_chars: int = 1500,
-        max_turns: int = 3,
-        format_penalty: float = -0.1,
-        response_format: str = "think",
-        render_mode: str | None = None,
-    ) -> None:
-        super().__init__(
-            max_turns=max_turns, format_penalty=format_penalty, response_format=response_format, render_mode=render_mode
-        )
-        self.config = CodeExecConfig(
-            num_hidden_tests=num_hidden_tests,
-            families=tuple(families) if isinstance(families, list) else families,
-            per_test_s=per_test_s,
-            memory_mb=memory_mb,
-            backend=backend,
-            allow_unsafe=allow_unsafe,
-            max_feedback_chars=max_feedback_chars,
-        )
+    config_cls = CodeExecConfig
+    base_defaults = {"max_turns": 3}
+
+    def _setup(self) -> None:
         self._family_names = tuple(sorted(self.config.families or FAMILIES))
         # Fail closed now, with the install hint, rather than at the first answer.
-        self._backend = sandbox.get_backend(backend, allow_unsafe=allow_unsafe)
+        self._backend = sandbox.get_backend(self.config.backend, allow_unsafe=self.config.allow_unsafe)
         self.problem: Problem | None = None
         self.best = 0.0
         self._last_report: RunReport | None = None

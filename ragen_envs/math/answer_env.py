@@ -32,17 +32,9 @@ class SingleAnswerEnv(TextEnv):
     )
     answer_hint = "a number (an integer, a decimal or a fraction such as 3/4)"
 
-    def __init__(
-        self,
-        *,
-        max_turns: int = 1,
-        format_penalty: float = -0.1,
-        response_format: str = "think",
-        render_mode: str | None = None,
-    ) -> None:
-        super().__init__(
-            max_turns=max_turns, format_penalty=format_penalty, response_format=response_format, render_mode=render_mode
-        )
+    base_defaults = {"max_turns": 1}
+
+    def _setup(self) -> None:
         self.question = ""
         self.reference = ""
         self.reference_value: Fraction | None = None

@@ -29,10 +29,6 @@ With ``max_turns`` > 1 a wrong answer gets feedback (its value, or what was wron
 again; a wrong answer on an earlier turn earns 0, and the 0.1 partial credit is paid only on the last turn.
 Truncated after ``max_turns`` turns without a judged answer (only format errors).
 
-## Arguments
-``min_numbers`` (3), ``max_numbers`` (4, up to 6), ``max_number`` (99), ``min_target`` (1), ``max_target``
-(100), ``max_turns`` (1; more turns give feedback), ``format_penalty`` (-0.1), ``response_format`` ("think").
-
 ## Version History
 - v0: initial release.
 """
@@ -42,7 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ragen_envs.core import ActionResult, TextEnv, check_range
+from ragen_envs.arguments import EnvConfig, argument
+from ragen_envs.core import ActionResult, TextEnv
 from ragen_envs.math.arith import ExpressionError, evaluate
 from ragen_envs.tools import ActionTool
 
@@ -53,21 +50,14 @@ TARGETS_PER_DRAW = 16
 
 
 @dataclass(frozen=True)
-class CountdownConfig:
+class CountdownConfig(EnvConfig):
     """Sizes of a Countdown problem."""
 
-    min_numbers: int = 3
-    max_numbers: int = 4
-    max_number: int = 99
-    min_target: int = 1
-    max_target: int = 100
-
-    def __post_init__(self) -> None:
-        check_range("min_numbers", self.min_numbers, 2, 6, integer=True)
-        check_range("max_numbers", self.max_numbers, self.min_numbers, 6, integer=True)
-        check_range("max_number", self.max_number, 1, 10_000, integer=True)
-        check_range("min_target", self.min_target, 1, integer=True)
-        check_range("max_target", self.max_target, self.min_target, 1_000_000, integer=True)
+    min_numbers: int = argument(3, "Fewest numbers in a problem.", low=2, high=6, integer=True)
+    max_numbers: int = argument(4, "Most numbers in a problem.", low="min_numbers", high=6, integer=True)
+    max_number: int = argument(99, "Largest number drawn.", low=1, high=10_000, integer=True)
+    min_target: int = argument(1, "Smallest target.", low=1, integer=True)
+    max_target: int = argument(100, "Largest target.", low="min_target", high=1_000_000, integer=True)
 
 
 @dataclass(frozen=True)
@@ -255,24 +245,10 @@ class CountdownEnv(TextEnv):  # noqa: D101 (its docstring is the module's, throu
     action_tools = (
         ActionTool("answer", "Submit your expression.", "expression", "An arithmetic expression over the numbers."),
     )
+    config_cls = CountdownConfig
+    base_defaults = {"max_turns": 1}
 
-    def __init__(
-        self,
-        *,
-        min_numbers: int = 3,
-        max_numbers: int = 4,
-        max_number: int = 99,
-        min_target: int = 1,
-        max_target: int = 100,
-        max_turns: int = 1,
-        format_penalty: float = -0.1,
-        response_format: str = "think",
-        render_mode: str | None = None,
-    ) -> None:
-        super().__init__(
-            max_turns=max_turns, format_penalty=format_penalty, response_format=response_format, render_mode=render_mode
-        )
-        self.config = CountdownConfig(min_numbers, max_numbers, max_number, min_target, max_target)
+    def _setup(self) -> None:
         self.problem = CountdownProblem((), 0, "")
         self.last_well_formed = False
 

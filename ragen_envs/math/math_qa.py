@@ -27,11 +27,6 @@ without the answer format (RAGEN's MetaMathQA rule).
 Terminated on a correct answer or a wrong answer at the last turn; truncated after ``max_turns`` (1, as
 RAGEN's MetaMathQA) turns of format errors. With more turns a wrong answer gets "Incorrect, try again.".
 
-## Arguments
-``path`` (a file or a Hugging Face dataset name; default the shipped sample), ``question_field``,
-``answer_field``, ``split`` ("train"), ``subset`` (None), ``max_turns`` (1), ``format_penalty`` (-0.1),
-``response_format`` ("think").
-
 ## Version History
 - v0: initial release.
 """
@@ -39,43 +34,51 @@ RAGEN's MetaMathQA) turns of format errors. With more turns a wrong answer gets 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
+from ragen_envs.arguments import EnvConfig, argument
 from ragen_envs.core import TEXT_CHARSET
 from ragen_envs.math.answer_env import SingleAnswerEnv
 from ragen_envs.math.answers import parse_number
 from ragen_envs.math.qa_data import QARecord, load_records
 
 
+@dataclass(frozen=True)
+class MathQAConfig(EnvConfig):
+    """Which dataset to serve, and how to read it."""
+
+    path: str | os.PathLike | None = argument(
+        None,
+        "A local JSONL, JSON, CSV or Parquet file, or a Hugging Face dataset name (``None``: the shipped sample).",
+        allowed="a path or a dataset name",
+    )
+    question_field: str | None = argument(None, "The question's column (``None``: detected).", allowed="a column name")
+    answer_field: str | None = argument(None, "The answer's column (``None``: detected).", allowed="a column name")
+    split: str = argument("train", "The Hugging Face dataset's split.", allowed="a split name")
+    subset: str | None = argument(
+        None, "The Hugging Face dataset's subset (configuration name).", allowed="a subset name"
+    )
+
+
 class MathQAEnv(SingleAnswerEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     answer_hint = "a number (an integer, a decimal or a fraction such as 3/4), or the simplest exact expression"
 
-    def __init__(
-        self,
-        *,
-        path: str | os.PathLike | None = None,
-        question_field: str | None = None,
-        answer_field: str | None = None,
-        split: str = "train",
-        subset: str | None = None,
-        max_turns: int = 1,
-        format_penalty: float = -0.1,
-        response_format: str = "think",
-        render_mode: str | None = None,
-    ) -> None:
+    config_cls = MathQAConfig
+
+    def _setup(self) -> None:
+        c = self.config
         self.records = load_records(
-            path, question_field=question_field, answer_field=answer_field, split=split, subset=subset
+            c.path, question_field=c.question_field, answer_field=c.answer_field, split=c.split, subset=c.subset
         )
         seen = set()
         for record in self.records:
             seen.update(record.question, record.answer)
         # Everything we show or accept must be in the Text spaces' charset: add the dataset's characters.
         self.extra_charset = "".join(sorted(seen - TEXT_CHARSET))
-        super().__init__(
-            max_turns=max_turns, format_penalty=format_penalty, response_format=response_format, render_mode=render_mode
-        )
-        self.path = path
+        super()._setup()
+        self.path = c.path
         self.index = 0
         self.record: QARecord | None = None
 

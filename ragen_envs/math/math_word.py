@@ -27,10 +27,6 @@ one; a response without the answer format costs ``format_penalty`` (-0.1) and a 
 Terminated on a correct answer (success) or on a wrong answer at the last turn (judged failure). Truncated
 after ``max_turns`` turns of format errors. ``max_turns`` is 1 by default, as RAGEN's MetaMathQA.
 
-## Arguments
-``steps`` (an int in 2..8, or ``None`` (default) to draw 2..8 per episode), ``families`` (a tuple of family
-names, default all), ``max_turns`` (1), ``format_penalty`` (-0.1), ``response_format`` ("think").
-
 ## Version History
 - v0: initial release.
 """
@@ -42,7 +38,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ragen_envs.core import check_range
+from ragen_envs.arguments import EnvConfig, argument
 from ragen_envs.math.answer_env import SingleAnswerEnv
 from ragen_envs.math.answers import format_number
 from ragen_envs.math.word_counts import FAMILIES as COUNT_FAMILIES
@@ -72,15 +68,27 @@ class WordProblem:
 
 
 @dataclass(frozen=True)
-class MathWordConfig:
+class MathWordConfig(EnvConfig):
     """Which problems to draw."""
 
-    steps: int | None = None
-    families: tuple[str, ...] = FAMILY_NAMES
+    steps: int | None = argument(
+        None,
+        "Arithmetic operations per problem (``None``: drawn per episode).",
+        low=MIN_STEPS,
+        high=MAX_STEPS,
+        integer=True,
+    )
+    families: tuple[str, ...] = argument(
+        FAMILY_NAMES,
+        "Problem families to draw from (``FAMILY_NAMES``).",
+        allowed="a non-empty tuple of family names",
+        shown_default="all",
+    )
 
     def __post_init__(self) -> None:
-        if self.steps is not None:
-            check_range("steps", self.steps, MIN_STEPS, MAX_STEPS, integer=True)
+        super().__post_init__()
+        if isinstance(self.families, list):  # as JSON (``--env-kwargs``) gives it
+            object.__setattr__(self, "families", tuple(self.families))
         if isinstance(self.families, str) or not self.families:
             raise ValueError(f"families must be a non-empty tuple of family names, got {self.families!r}")
         for name in self.families:
@@ -104,21 +112,10 @@ def generate_problem(rng, steps: int | None = None, families: tuple[str, ...] = 
 class MathWordEnv(SingleAnswerEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
 
-    def __init__(
-        self,
-        *,
-        steps: int | None = None,
-        families: tuple[str, ...] | list[str] = FAMILY_NAMES,
-        max_turns: int = 1,
-        format_penalty: float = -0.1,
-        response_format: str = "think",
-        render_mode: str | None = None,
-    ) -> None:
-        super().__init__(
-            max_turns=max_turns, format_penalty=format_penalty, response_format=response_format, render_mode=render_mode
-        )
-        families = tuple(families) if isinstance(families, list) else families
-        self.config = MathWordConfig(steps, families)
+    config_cls = MathWordConfig
+
+    def _setup(self) -> None:
+        super()._setup()
         self.problem: WordProblem | None = None
 
     def _generate(self) -> None:

@@ -44,13 +44,6 @@ order the oracle reads them) and ``gold_titles``. Every ``step``: ``action`` (``
 ``none``), ``retrieved`` (this search's passages), ``gold_retrieved`` (the gold ones among them),
 ``gold_recall`` (share of gold passages retrieved so far); at ``finish`` also ``exact_match`` and ``f1``.
 
-## Arguments
-``hops`` (1-4, or None (default) to draw 1-4 per episode), ``kb_size`` (5,000 entities = passages; 200 to
-2,000,000), ``distractors`` (1.0: each name word is shared by about 1 + d entities; 0-10), ``kb_seed`` (0),
-``corpus``, ``questions``, ``retriever`` ("bm25" or "dense"), ``embeddings``, ``query_encoder`` (a callable
-or "module:function"), ``f1_threshold`` (0.3), ``max_turns`` (5), ``format_penalty`` (−0.1),
-``response_format`` ("think").
-
 ## Version History
 - v0: initial release.
 """
@@ -61,10 +54,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ragen_envs.core import ActionResult, TextEnv, check_choice, check_range
+from ragen_envs.arguments import EnvConfig, argument
+from ragen_envs.core import ActionResult, TextEnv
 from ragen_envs.parsing import normalize_action
 from ragen_envs.searchqa.answers import F1_THRESHOLD, score_answer
-from ragen_envs.searchqa.kb import KBConfig, knowledge_base
+from ragen_envs.searchqa.kb import DISTRACTORS_RANGE, SEED_RANGE, SIZE_RANGE, KBConfig, knowledge_base
 from ragen_envs.searchqa.questions import MAX_HOPS, MIN_HOPS, Question, generate_question
 from ragen_envs.searchqa.retrieval import (
     MAX_QUERY_CHARS,
@@ -100,24 +94,71 @@ def parse_action(text: str) -> tuple[str, str] | None:
 
 
 @dataclass(frozen=True)
-class SearchQAConfig:
-    """The questions and the collection an env serves (see the module docstring's Arguments)."""
+class SearchQAConfig(EnvConfig):
+    """The questions and the collection an env serves."""
 
-    hops: int | None = None
-    kb_size: int = 5000
-    distractors: float = 1.0
-    kb_seed: int = 0
-    corpus: str | None = None
-    questions: str | None = None
-    retriever: str = "bm25"
-    f1_threshold: float = F1_THRESHOLD
+    hops: int | None = argument(
+        None,
+        "Passages a generated question needs (``None``: drawn per episode).",
+        low=MIN_HOPS,
+        high=MAX_HOPS,
+        integer=True,
+    )
+    kb_size: int = argument(
+        5000,
+        "Entities (= passages) of the generated knowledge base.",
+        low=SIZE_RANGE[0],
+        high=SIZE_RANGE[1],
+        integer=True,
+    )
+    distractors: float = argument(
+        1.0,
+        "How densely names are shared: each name word belongs to about 1 + d entities.",
+        low=DISTRACTORS_RANGE[0],
+        high=DISTRACTORS_RANGE[1],
+    )
+    kb_seed: int = argument(
+        0, "The generated knowledge base's seed (the world).", low=SEED_RANGE[0], high=SEED_RANGE[1], integer=True
+    )
+    corpus: str | None = argument(
+        None,
+        "Your passages: JSONL or Parquet with ``title`` and ``text`` (or ``contents``); needs ``questions``.",
+        allowed="a path",
+    )
+    questions: str | None = argument(
+        None,
+        "Your questions in HotpotQA's format (``question``, ``answer``, ``supporting_facts``), over ``corpus`` or their "
+        "own ``context`` paragraphs.",
+        allowed="a path",
+    )
+    retriever: str = argument(
+        "bm25", "BM25, or ``dense`` over ``embeddings`` with ``query_encoder``.", choices=RETRIEVERS
+    )
+    embeddings: Any = argument(
+        None,
+        "For ``dense``: one row per passage (a ``.npy`` path or an array).",
+        allowed="a path or an array",
+        compare=False,
+    )
+    query_encoder: Any = argument(
+        None,
+        "For ``dense``: turns a query into a vector.",
+        allowed='a callable or ``"module:function"``',
+        compare=False,
+    )
+    f1_threshold: float = argument(
+        F1_THRESHOLD, "Least token F1 that earns partial credit (1.0: exact matches only).", low=0.0, high=1.0
+    )
 
     def __post_init__(self) -> None:
-        if self.hops is not None:
-            check_range("hops", self.hops, MIN_HOPS, MAX_HOPS, integer=True)
-        KBConfig(self.kb_seed, self.kb_size, self.distractors)  # validates the three
-        check_choice("retriever", self.retriever, RETRIEVERS)
-        check_range("f1_threshold", self.f1_threshold, 0.0, 1.0)
+        super().__post_init__()
+        for name in ("corpus", "questions"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, os.fspath(getattr(self, name)))
+        if self.retriever == "dense" and (self.embeddings is None or self.query_encoder is None):
+            raise ValueError('retriever="dense" needs embeddings= (.npy, one row per passage) and query_encoder=')
+        if self.retriever != "dense" and (self.embeddings is not None or self.query_encoder is not None):
+            raise ValueError('embeddings= and query_encoder= are for retriever="dense"')
         if self.corpus is not None and self.questions is None:
             raise ValueError("corpus= needs questions= (a HotpotQA-format JSONL of question, answer, supporting_facts)")
         if self.questions is not None and self.hops is not None:
@@ -133,52 +174,20 @@ class SearchQAEnv(TextEnv):  # noqa: D101 (its docstring is the module's, throug
         ActionTool("finish", "Give the final answer; ends the episode.", "answer", "The answer only.", template="finish[{}]", accepts_numbers=True),
     )  # fmt: skip
 
-    def __init__(
-        self,
-        *,
-        hops: int | None = None,
-        kb_size: int = 5000,
-        distractors: float = 1.0,
-        kb_seed: int = 0,
-        corpus: str | os.PathLike | None = None,
-        questions: str | os.PathLike | None = None,
-        retriever: str = "bm25",
-        embeddings: Any = None,
-        query_encoder: Any = None,
-        f1_threshold: float = F1_THRESHOLD,
-        max_turns: int = 5,
-        format_penalty: float = -0.1,
-        response_format: str = "think",
-        render_mode: str | None = None,
-    ) -> None:
-        self.config = SearchQAConfig(
-            hops,
-            kb_size,
-            distractors,
-            kb_seed,
-            None if corpus is None else os.fspath(corpus),
-            None if questions is None else os.fspath(questions),
-            retriever,
-            f1_threshold,
-        )
+    config_cls = SearchQAConfig
+    base_defaults = {"max_turns": 5}
+
+    def _setup(self) -> None:
+        c = self.config
         self.user_questions: tuple[Question, ...] = ()
-        if self.config.questions is not None:
+        if c.questions is not None:
             from ragen_envs.searchqa.corpus import load_user_data
 
-            self.passages, self.user_questions, self.extra_charset = load_user_data(
-                self.config.corpus, self.config.questions
-            )
+            self.passages, self.user_questions, self.extra_charset = load_user_data(c.corpus, c.questions)
         else:
-            self.passages = knowledge_base(KBConfig(kb_seed, kb_size, distractors))
-        super().__init__(
-            max_turns=max_turns, format_penalty=format_penalty, response_format=response_format, render_mode=render_mode
-        )
-        if retriever == "dense":
-            if embeddings is None or query_encoder is None:
-                raise ValueError('retriever="dense" needs embeddings= (.npy, one row per passage) and query_encoder=')
-            self.retriever = DenseRetriever(self.passages, embeddings, query_encoder)
-        elif embeddings is not None or query_encoder is not None:
-            raise ValueError('embeddings= and query_encoder= are for retriever="dense"')
+            self.passages = knowledge_base(KBConfig(c.kb_seed, c.kb_size, c.distractors))
+        if c.retriever == "dense":
+            self.retriever = DenseRetriever(self.passages, c.embeddings, c.query_encoder)
         else:
             self.retriever = bm25_retriever(self.passages)
         self.question: Question | None = None

@@ -92,6 +92,11 @@ class Entity:
         return self.name.split()[-1] if self.kind == "person" else self.name
 
 
+SEED_RANGE = (0, 2**31 - 1)
+SIZE_RANGE = (200, 2_000_000)
+DISTRACTORS_RANGE = (0.0, 10.0)
+
+
 @dataclass(frozen=True)
 class KBConfig:
     """Which world: the seed, about how many entities (= passages), and how densely names are shared."""
@@ -101,9 +106,9 @@ class KBConfig:
     distractors: float = 1.0
 
     def __post_init__(self) -> None:
-        check_range("kb_seed", self.seed, 0, 2**31 - 1, integer=True)
-        check_range("kb_size", self.size, 200, 2_000_000, integer=True)
-        check_range("distractors", self.distractors, 0.0, 10.0)
+        check_range("kb_seed", self.seed, *SEED_RANGE, integer=True)
+        check_range("kb_size", self.size, *SIZE_RANGE, integer=True)
+        check_range("distractors", self.distractors, *DISTRACTORS_RANGE)
         object.__setattr__(self, "distractors", float(self.distractors))  # 1 and 1.0 are one world, one index
 
 

@@ -31,11 +31,6 @@ a target, +10 when the last box reaches its target. A turn whose response does n
 Terminated (``success`` True) when all boxes are on targets; truncated after ``max_turns`` turns.
 
 ## Arguments
-``room_size`` (6, or a ``(rows, cols)`` pair; walls included; ≥ 4 per side), ``num_boxes`` (1),
-``difficulty`` (minimum optimal moves; default 3, or the action budget if that is smaller), ``max_turns`` (5), ``max_actions_per_turn`` (2),
-``max_attempts`` (200 rooms before the generator falls back to its hardest verified level),
-``format_penalty`` (−0.1), ``response_format`` ("think").
-
 ``reset(options={"level": grid_text})`` plays a given level (drawn in the grid symbols) instead.
 
 Reset info: ``optimal_moves`` (None where not computed), ``solution_moves`` (length of the verified
@@ -52,10 +47,9 @@ search (≤ ``ORACLE_MAX_NODES``) replaces the verified plan, and it re-plans wh
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from ragen_envs.core import ActionResult, TextEnv
+from ragen_envs.core import ActionResult, TextEnv, TurnConfig
 from ragen_envs.parsing import normalize_action
 from ragen_envs.sokoban.board import (
     ACTIONS,
@@ -93,56 +87,19 @@ _ACTION_INDEX_EXACT = {name: i for i, name in enumerate(ACTIONS)}
 _FORGIVEN = ".!\"'`*"  # punctuation around an action ("**Left**", "Up!") that still names it
 
 
-def _room_shape(room_size: Any) -> tuple[int, int]:
-    if isinstance(room_size, int) and not isinstance(room_size, bool):
-        return room_size, room_size
-    if isinstance(room_size, (tuple, list)) and len(room_size) == 2:
-        return room_size[0], room_size[1]
-    hint = ""
-    if isinstance(room_size, str):
-        sides = re.fullmatch(r"\s*(\d+)\s*[xX×,]?\s*(\d+)?\s*", room_size)
-        if sides:
-            rows, cols = int(sides.group(1)), int(sides.group(2) or sides.group(1))
-            hint = f"; did you mean room_size={rows if rows == cols else (rows, cols)!r}?"
-    raise ValueError(f"room_size must be an int or a (rows, cols) pair, got {room_size!r}{hint}")
-
-
 class SokobanEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     example_answer = "Right || Up"
     action_tools = (
         ActionTool("move", "Move the player one cell, pushing a box ahead of it.", "direction", "Where to move.", choices=ACTIONS),
     )  # fmt: skip
+    config_cls = SokobanConfig
+    base_defaults = {"max_turns": 5, "max_actions_per_turn": 2}
 
-    def __init__(
-        self,
-        *,
-        room_size: int | tuple[int, int] = 6,
-        num_boxes: int = 1,
-        difficulty: int | None = None,
-        max_turns: int = 5,
-        max_actions_per_turn: int = 2,
-        max_attempts: int = 200,
-        format_penalty: float = -0.1,
-        response_format: str = "think",
-        render_mode: str | None = None,
-    ) -> None:
-        super().__init__(
-            max_turns=max_turns,
-            max_actions_per_turn=max_actions_per_turn,
-            format_penalty=format_penalty,
-            response_format=response_format,
-            render_mode=render_mode,
-        )
-        rows, cols = _room_shape(room_size)
-        self.config = SokobanConfig(
-            rows=rows,
-            cols=cols,
-            num_boxes=num_boxes,
-            difficulty=min(3, max_turns * max_actions_per_turn) if difficulty is None else difficulty,
-            max_moves=max_turns * max_actions_per_turn,
-            max_attempts=max_attempts,
-        )
+    def _derived_config(self, turns: TurnConfig) -> dict[str, Any]:
+        return {"max_moves": turns.max_turns * turns.max_actions_per_turn}
+
+    def _setup(self) -> None:
         self.level: Level | None = None
 
     # ---- state ----------------------------------------------------------------------------------------

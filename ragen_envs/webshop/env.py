@@ -28,9 +28,6 @@ Terminated at ``click[buy now]``; ``success`` is True when the purchase reward i
 WebShop success). Truncated after ``max_turns`` (15).
 
 ## Arguments
-``tier`` ("1k"), ``transport`` ("inprocess" or "http"), ``server_url`` (for "http": a running
-``python -m ragen_envs.webshop.serve``; None starts a private server on loopback and stops it on
-``close()``), ``max_turns`` (15), ``format_penalty`` (−0.1), ``response_format`` ("think").
 Both transports give identical observations and rewards for the same seed and responses.
 
 ## Version History
@@ -40,11 +37,13 @@ Both transports give identical observations and rewards for the same seed and re
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from ragen_envs.core import ActionResult, TextEnv, check_choice
+from ragen_envs.arguments import EnvConfig, argument
+from ragen_envs.core import ActionResult, TextEnv
 from ragen_envs.tools import ActionTool
-from ragen_envs.webshop.catalogue import Product, check_tier
+from ragen_envs.webshop.catalogue import TIERS, Product, check_tier
 from ragen_envs.webshop.oracle import next_action
 from ragen_envs.webshop.pages import BACK_TO_SEARCH, PREV_PAGE, Page
 from ragen_envs.webshop.search import MAX_QUERY_CHARS
@@ -62,6 +61,26 @@ def canonical_query(raw: str) -> str:
     return " ".join(_QUERY_WORD.findall(raw[: MAX_QUERY_CHARS * 4].lower()))[:MAX_QUERY_CHARS].strip()
 
 
+@dataclass(frozen=True)
+class WebShopConfig(EnvConfig):
+    """Which catalogue to shop in, and how the env reaches the shop."""
+
+    tier: str = argument("1k", "Catalogue size: products in the shop.", choices=tuple(TIERS))
+    transport: str = argument("inprocess", "``inprocess``, or ``http`` through the shop's website.", choices=TRANSPORTS)
+    server_url: str | None = argument(
+        None,
+        'For ``transport="http"``: a running ``python -m ragen_envs.webshop.serve`` (``None`` starts a private '
+        "server on loopback and stops it on ``close()``).",
+        allowed="a URL",
+    )
+
+    def __post_init__(self) -> None:
+        check_tier(self.tier)  # first, with its "did you mean"
+        super().__post_init__()
+        if self.server_url is not None and self.transport != "http":
+            raise ValueError(f"server_url is only used with transport='http', got transport={self.transport!r}")
+
+
 class WebShopEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through __doc__ = __doc__)
     __doc__ = __doc__
     action_separator = None
@@ -71,28 +90,11 @@ class WebShopEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through
         ActionTool("click", "Click an element the page offers.", "element", "The element's text, e.g. buy now.", template="click[{}]"),
     )  # fmt: skip
 
-    def __init__(
-        self,
-        *,
-        tier: str = "1k",
-        transport: str = "inprocess",
-        server_url: str | None = None,
-        max_turns: int = 15,
-        format_penalty: float = -0.1,
-        response_format: str = "think",
-        render_mode: str | None = None,
-    ) -> None:
-        super().__init__(
-            max_turns=max_turns, format_penalty=format_penalty, response_format=response_format, render_mode=render_mode
-        )
-        check_tier(tier)
-        check_choice("transport", transport, TRANSPORTS)
-        if server_url is not None and transport != "http":
-            raise ValueError(f"server_url is only used with transport='http', got transport={transport!r}")
-        self.tier = tier
-        self.transport_name = transport
-        self.server_url = server_url
-        self.shop = shop_for(tier)
+    config_cls = WebShopConfig
+    base_defaults = {"max_turns": 15}
+
+    def _setup(self) -> None:
+        self.shop = shop_for(self.config.tier)
         self._transport: InProcessTransport | HttpTransport | None = None
         self.task: Task | None = None
         self.page: Page | None = None
@@ -101,8 +103,8 @@ class WebShopEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through
     # ---- transport ----------------------------------------------------------------------------------
     def _connect(self) -> InProcessTransport | HttpTransport:
         if self._transport is None:
-            if self.transport_name == "http":
-                self._transport = HttpTransport(self.tier, self.server_url)
+            if self.config.transport == "http":
+                self._transport = HttpTransport(self.config.tier, self.config.server_url)
             else:
                 self._transport = InProcessTransport(self.shop)
         return self._transport
@@ -115,7 +117,7 @@ class WebShopEnv(TextEnv):  # noqa: D101 (its docstring is the module's, through
         super().close()
 
     def __getstate__(self) -> dict[str, Any]:
-        if self.transport_name == "http" and self._transport is not None:
+        if self.config.transport == "http" and self._transport is not None:
             raise TypeError("an env with transport='http' holds a live connection and cannot be pickled")
         return dict(self.__dict__)
 

@@ -17,18 +17,18 @@ A response whose answer is one whole number, e.g. ``<think>…</think><answer>7<
 ## Episode End
 Terminated at the right guess; truncated after ``max_turns`` (6) turns.
 
-## Arguments
-``high`` (20, at least 2), ``max_turns`` (6), ``format_penalty`` (-0.1), ``response_format`` ("think").
-
 ## Version History
 - v0: initial release.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import gymnasium
 
-from ragen_envs.core import ActionResult, TextEnv, check_range
+from ragen_envs.arguments import EnvConfig, argument
+from ragen_envs.core import ActionResult, TextEnv
 
 
 def register() -> None:
@@ -43,20 +43,29 @@ def feedback(guess: int, secret: int) -> ActionResult:
     return ActionResult(reward=0.0, effective=True, message="Higher." if guess < secret else "Lower.")
 
 
+@dataclass(frozen=True)
+class GuessConfig(EnvConfig):
+    """The env's arguments: each declared once, with its default, allowed range and what it sets."""
+
+    high: int = argument(20, "The largest number the env may think of.", low=2, integer=True)
+
+
 class GuessNumberEnv(TextEnv):  # noqa: D101 (its docstring is the module's)
     __doc__ = __doc__
     action_separator = None
     example_answer = "10"
 
-    def __init__(self, *, high: int = 20, max_turns: int = 6, format_penalty: float = -0.1,
-                 response_format: str = "think", render_mode: str | None = None) -> None:  # fmt: skip
-        super().__init__(
-            max_turns=max_turns, format_penalty=format_penalty, response_format=response_format, render_mode=render_mode
-        )
-        check_range("high", high, 2, integer=True)
-        self.high = high
+    config_cls = GuessConfig
+    base_defaults = {"max_turns": 6}  # the arguments every env takes keep theirs unless set here
+
+    def _setup(self) -> None:
         self.secret = 0
-        self.low_bound, self.high_bound = 1, high
+        self.low_bound, self.high_bound = 1, self.high
+
+    @property
+    def high(self) -> int:
+        """The largest number the env may think of."""
+        return self.config.high
 
     def _generate(self) -> None:
         self.secret = int(self.np_random.integers(1, self.high + 1))
