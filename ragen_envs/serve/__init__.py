@@ -9,10 +9,11 @@
 
 Same seed, same responses: the same bytes as ``gym.make`` in process. Browser pages of other sites are refused
 (``--allow-origin`` admits one); beyond loopback the server needs ``--token-file`` and clients ``Client(url,
-token=...)``. OpenEnv's own clients
-(``GenericEnvClient``) speak to the server too, with ``{"response": text}`` as the action.
+token=...)``. OpenEnv's own clients (``GenericEnvClient``) speak to the server too, with ``{"response": text}`` as
+the action; agents that call tools reach the same env over MCP at ``/mcp`` (tools ``reset``, ``step`` and the
+env's actions: :mod:`ragen_envs.serve.mcp`).
 
-Needs the ``serve`` extra (openenv-core, FastAPI, uvicorn, websockets); importing ``ragen_envs`` does not.
+Needs the ``serve`` extra (openenv, FastAPI, uvicorn, websockets); importing ``ragen_envs`` does not.
 """
 
 from __future__ import annotations

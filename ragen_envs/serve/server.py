@@ -1,13 +1,15 @@
 """The server: one env per WebSocket session, every wait bounded, every bad request answered.
 
-Endpoints: ``/ws`` (OpenEnv's session protocol, see :mod:`ragen_envs.serve.protocol`), ``/health``,
-``/metadata`` and ``/schema`` (OpenEnv's shapes). OpenEnv's stateless HTTP ``/reset`` and ``/step`` are not
-served: they build a fresh env per request, which cannot play the second turn of a multi-turn env.
+Endpoints: ``/ws`` (OpenEnv's session protocol, see :mod:`ragen_envs.serve.protocol`), ``/mcp`` (the env as MCP
+tools, see :mod:`ragen_envs.serve.mcp`), ``/health``, ``/metadata`` and ``/schema`` (OpenEnv's shapes). OpenEnv's
+stateless HTTP ``/reset`` and ``/step`` are not served: they build a fresh env per request, which cannot play the
+second turn of a multi-turn env (``openenv validate`` calls this "production mode").
 
-Why not OpenEnv's own ``create_app``: its ``/ws`` loop (openenv-core 0.3) ends the session on a JSON message
-that is not an object, answers oversized frames only by closing, puts no bound on a reset or step, and its idle
-reaper frees the env while the socket loop goes on using it. The wire format and the models here are
-openenv-core's, so its clients cannot tell the difference (tested with ``GenericEnvClient``).
+Why not OpenEnv's own ``create_app``: its ``/ws`` loop ends the session on a JSON message that is not an object
+(still so in openenv 0.10), and in openenv-core 0.3 it also answered oversized frames only by closing, put no
+bound on a reset or step, and its idle reaper freed the env while the socket loop went on using it. The wire
+format and the models here are OpenEnv's, so its clients cannot tell the difference (tested with
+``GenericEnvClient``).
 
 Bounds, all set on :class:`ServeConfig`: at most ``max_sessions`` sessions at once (one more is told
 ``CAPACITY_REACHED`` and closed); a session that sends nothing for ``idle_timeout`` seconds is closed and its
@@ -148,10 +150,11 @@ def make_app(config: ServeConfig, guard: ConnectionGuard | None = None):
     token checks of :class:`~ragen_envs.serve.guard.Gate` (which tells ``guard`` when a request is complete)."""
     from fastapi import FastAPI
     from openenv.core.env_server.types import EnvironmentMetadata, SchemaResponse
-    from starlette.routing import WebSocketRoute
+    from starlette.routing import Route, WebSocketRoute
 
     from ragen_envs import __version__
     from ragen_envs.serve.environment import RagenAction, RagenEnvironment, RagenObservation, RagenState
+    from ragen_envs.serve.mcp import McpEndpoint, env_action_tools
 
     app = FastAPI(title=f"ragen-envs {config.env_id}", version=__version__, docs_url=None, redoc_url=None)
     sessions = _Sessions(config.max_sessions)
@@ -216,6 +219,14 @@ def make_app(config: ServeConfig, guard: ConnectionGuard | None = None):
             sessions.close()
 
     app.router.routes.append(WebSocketRoute("/ws", session))
+    mcp = McpEndpoint(
+        config,
+        env_action_tools(config.env_id),
+        run=functools.partial(_run, executor),
+        open_slot=sessions.try_open,
+        close_slot=sessions.close,
+    )
+    app.router.routes.append(Route("/mcp", mcp.handle, methods=["POST", "DELETE"]))
     policy = AccessPolicy.of(config.host, config.allow_hosts, config.allow_origins, config.token)
     return Gate(app, policy, guard)
 

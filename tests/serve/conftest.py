@@ -20,7 +20,7 @@ for module in ("openenv", "fastapi", "uvicorn", "websockets"):
 
 ROOT = Path(__file__).resolve().parents[2]
 ADDRESS = re.compile(r" on (http://\S+) ")
-START_TIMEOUT_S = 300.0  # importing openenv-core (gradio, fastmcp) takes ~5 s of CPU; far more on a loaded box
+START_TIMEOUT_S = 300.0  # importing openenv (gradio, fastmcp) takes ~5 s of CPU; far more on a loaded box
 
 
 class Server:

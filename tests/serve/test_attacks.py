@@ -64,7 +64,7 @@ def test_pages_of_other_sites_cannot_open_sessions(sokoban_server):
     url = sokoban_server.url
     _, port = _address(url)
     before = _sessions(url)
-    # What openenv-core's and our clients send (no Origin), by address or by localhost: served.
+    # What OpenEnv's and our clients send (no Origin), by address or by localhost: served.
     assert request(url)[0] == 101
     assert request(url, host=f"localhost:{port}")[0] == 101
     # A page of another site (every browser sends its Origin), or a sandboxed frame ("null"): refused.
