@@ -1,8 +1,8 @@
 """Episodes in lockstep: the jobs of a run, reusable envs, and the rollout of one chunk of jobs.
 
 A run is a list of :class:`Job` (agent, env, env seed, sample) split into chunks of ``batch_size``
-consecutive jobs of one (agent, env). :func:`rollout_chunk` plays a chunk in lockstep, one batched
-``generate`` per turn, and yields each finished episode's record (the episodes.jsonl schema of
+consecutive jobs of one (agent, env). :func:`rollout_chunk` plays a chunk in lockstep
+(:func:`harness.episode.play_lockstep`), one batched ``generate`` per turn, and yields each finished episode's record (the episodes.jsonl schema of
 :mod:`harness.records`). Every response's sampling seed is a pure function of the run seed and
 (env, env seed, sample, turn), so a record does not depend on which chunk or process produced it. Each request
 names its episode (the job's key) and the agent hears when episodes end (``Agent.end_episodes``), so an agent
@@ -18,12 +18,11 @@ from typing import Any
 
 import gymnasium as gym
 
-from harness.agents.base import Agent, EnvHandle, Request
+from harness.agents.base import Agent, EnvHandle, Generation, Request
 from harness.config import RunConfig
-from harness.records import EpisodeRecord, TurnRecord
+from harness.episode import LiveEpisode, play_lockstep
+from harness.records import EpisodeRecord
 from harness.seeding import ResponseSeeds
-from harness.transcript import Transcript
-from ragen_envs.parsing import reasoning_of
 
 
 @dataclass(frozen=True)
@@ -85,30 +84,17 @@ class EnvPool:
         self._free[env_id].append(env)
 
 
-class _Episode:
-    __slots__ = ("job", "key", "env", "handle", "response_format", "transcript", "seeds", "record", "turns")
+class _Episode(LiveEpisode):
+    __slots__ = ("job", "handle", "seeds")
 
     def __init__(self, job: Job, env: Any, kwargs: dict[str, Any], seed_base: int, window: int | None) -> None:
-        observation, info = env.reset(seed=job.seed)
-        self.job, self.key, self.env = job, job.key, env  # key: names the episode to the agent
-        unwrapped = env.unwrapped  # a walk down the wrapper chain: once per episode
-        self.handle = EnvHandle(unwrapped)  # the side channel reads the live env, so one handle serves every turn
-        self.response_format = unwrapped.response_format
-        self.transcript = Transcript(info["instructions"], observation, self.response_format, window)
+        super().__init__(
+            job.key, env, agent=job.agent, env_id=job.env_id, env_kwargs=kwargs, seed=job.seed, sample=job.sample,
+            context_turns=window,
+        )  # fmt: skip
+        self.job = job
+        self.handle = EnvHandle(self.unwrapped)  # the side channel reads the live env, so one handle serves every turn
         self.seeds = ResponseSeeds(seed_base, job.env_id, job.seed, job.sample)
-        self.turns: list[TurnRecord] = []
-        self.record: EpisodeRecord = {
-            "agent": job.agent,
-            "env_id": job.env_id,
-            "env_kwargs": kwargs,
-            "seed": job.seed,
-            "sample": job.sample,
-            "context_turns": window,
-            "instructions": info["instructions"],
-            "initial_observation": observation,
-            "reset_info": {k: v for k, v in info.items() if k != "instructions"},
-            "turns": self.turns,
-        }
 
 
 def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: EnvPool) -> Iterator[EpisodeRecord]:
@@ -119,54 +105,20 @@ def rollout_chunk(agent: Agent, config: RunConfig, jobs: Sequence[Job], pool: En
     length instead of quadratic, and the instructions are not written twice).
     """
     kwargs = {plan.env_id: plan.kwargs for plan in config.envs}
-    window = config.context_turns
-    end_episodes = getattr(agent, "end_episodes", None) or (lambda episodes: None)  # duck-typed agents may lack it
-    active = [_Episode(job, pool.get(job.env_id), kwargs[job.env_id], config.seed, window) for job in jobs]
-    while active:
+    episodes = [
+        _Episode(job, pool.get(job.env_id), kwargs[job.env_id], config.seed, config.context_turns) for job in jobs
+    ]
+
+    def generate(active: Sequence[_Episode]) -> Sequence[Generation]:
         requests = []
         for ep in active:  # the seed is derived when read
             requests.append(Request(ep.transcript.context(ep.handle), partial(ep.seeds, ep.transcript.turn), ep.key))
         generations = agent.generate(requests)
         if len(generations) != len(requests):
             raise RuntimeError(f"agent {agent.spec!r} returned {len(generations)} generations for {len(requests)}")
-        still, ended = [], []
-        for ep, gen in zip(active, generations, strict=True):
-            transcript = ep.transcript
-            response = transcript.prefill + gen.text
-            observation, reward, terminated, truncated, info = ep.env.step(response)
-            entropies = gen.token_entropies
-            logprobs = gen.token_logprobs
-            reward = float(reward)
-            ep.turns.append(
-                {
-                    "turn": transcript.turn,
-                    "user": transcript.current["content"],
-                    "prefill": transcript.prefill,
-                    "response": response,
-                    "reasoning": reasoning_of(response, ep.response_format),
-                    "observation": observation,
-                    "reward": reward,
-                    "terminated": bool(terminated),
-                    "truncated": bool(truncated),
-                    "info": info,  # made JSON-safe if needed when the line is written (records.dumps_line)
-                    "tokens": gen.num_tokens,
-                    "entropy_sum": None if entropies is None else float(sum(entropies)),
-                    "logprob_sum": None if logprobs is None else float(sum(logprobs)),
-                }
-            )
-            if terminated or truncated:
-                record = ep.record
-                # sum(), not a running +=: Python >= 3.12 sums floats with compensation, and readers (the
-                # leaderboard's verify) recompute the return with sum() and compare exactly
-                record["return"] = float(sum(t["reward"] for t in ep.turns))
-                record["success"] = bool(info.get("success", False))
-                record["num_turns"] = len(ep.turns)
-                pool.put(ep.job.env_id, ep.env)
-                ended.append(ep.key)
-                yield record
-            else:
-                transcript.advance(response, observation, reward)
-                still.append(ep)
-        if ended:
-            end_episodes(ended)
-        active = still
+        return generations
+
+    end_episodes = getattr(agent, "end_episodes", None)  # duck-typed agents may lack it
+    for ep in play_lockstep(episodes, generate, end_episodes=end_episodes):
+        pool.put(ep.job.env_id, ep.env)
+        yield ep.record

@@ -86,15 +86,17 @@ class Transcript:
     :meth:`advance` adds that response and the env's answer to it.
 
     ``turn`` is the 1-based number of the current turn, ``current`` its user message, ``exchanges`` the earlier
-    (user, assistant) pairs, ``prefill`` the assistant prefix every response starts with.
+    (user, assistant) pairs, ``prefill`` the assistant prefix every response starts with, ``response_format`` the
+    env's (what a response's reasoning is read by).
     """
 
-    __slots__ = ("system", "prefill", "context_turns", "exchanges", "current", "turn", "_messages")
+    __slots__ = ("system", "response_format", "prefill", "context_turns", "exchanges", "current", "turn", "_messages")
 
     def __init__(
         self, instructions: str, observation: str, response_format: str, context_turns: int | None = None
     ) -> None:
         self.system: Message = {"role": "system", "content": instructions}
+        self.response_format = response_format
         self.prefill = prefill_for(response_format)
         self.context_turns = context_turns
         self.exchanges: list[tuple[Message, Message]] = []

@@ -88,20 +88,21 @@ def _load_json(members: dict[str, bytes], name: str, problems: _Problems) -> Any
 class Replayer:
     """Replays episode records exactly as the harness rolled them out; one env per (id, kwargs), reused.
 
-    ``context_turns`` is the run's prompt window (config.json). A record stores each turn's new user message:
-    it must be the one the harness builds from the replayed observation and reward, and
-    the record's window must be the run's; the rest of the chat is the instructions and the recorded
-    responses, checked by the replay itself.
+    ``context_turns`` is the run's prompt window (config.json). Each turn is replayed into the record the harness
+    would write (:func:`harness.episode.turn_record`, the harness's own) and compared with the recorded one
+    field by field. A record stores each turn's new user message: it must be the one the harness builds from
+    the replayed observation and reward, and the record's window must be the run's; the rest of the chat is the
+    instructions and the recorded responses, checked by the replay itself.
     """
 
     def __init__(self, context_turns: int | None = None) -> None:
+        from harness.episode import turn_record
         from harness.records import jsonable
         from harness.transcript import Transcript
-        from ragen_envs.parsing import reasoning_of
 
         self._envs: dict[str, Any] = {}
         self.context_turns = context_turns
-        self._jsonable, self._transcript, self._reasoning_of = jsonable, Transcript, reasoning_of
+        self._jsonable, self._transcript, self._turn_record = jsonable, Transcript, turn_record
 
     def _env(self, env_id: str, kwargs: dict[str, Any]) -> Any:
         key = env_id + json.dumps(kwargs, sort_keys=True)
@@ -139,42 +140,20 @@ class Replayer:
             return f"{name}: recorded context window {raw['context_turns']!r}, the run's is {self.context_turns!r}"
         response_format = env.unwrapped.response_format
         transcript = self._transcript(info["instructions"], observation, response_format, self.context_turns)
-        prefill = transcript.prefill
         done, rewards = False, []
         for index, turn in enumerate(raw["turns"], start=1):
-            where = f"{name} turn {index}"
             if done:
-                return f"{where}: recorded after the episode ended at turn {index - 1}"
-            if turn["turn"] != index:
-                return f"{where}: numbered {turn['turn']!r}"
-            if turn["user"] != transcript.current["content"]:
-                return f"{where}: the recorded user message differs from the one the harness builds from the replay"
+                return f"{name} turn {index}: recorded after the episode ended at turn {index - 1}"
             response = turn["response"]
-            if turn["prefill"] != prefill or not response.startswith(prefill):
-                return f"{where}: the response does not start with the prefill {prefill!r}"
-            if turn["reasoning"] != self._reasoning_of(response, response_format):
-                return f"{where}: the recorded reasoning is not the response's"
-            observation, reward, terminated, truncated, info = env.step(response)
-            reward = float(reward)
-            if observation != turn["observation"]:
-                return f"{where}: the observation differs from the replay"
-            recorded = turn["reward"]
-            if reward != recorded or math.copysign(1.0, reward) != math.copysign(1.0, recorded):
-                return f"{where}: recorded reward {recorded!r}, replay gives {reward!r}"
-            if terminated != turn["terminated"] or truncated != turn["truncated"]:
-                return (
-                    f"{where}: recorded terminated={turn['terminated']} truncated={turn['truncated']}, "
-                    f"replay gives terminated={terminated} truncated={truncated}"
-                )
-            if info != turn["info"] and (replay_info := self._jsonable(info)) != turn["info"]:
-                keys = sorted(
-                    k for k in set(replay_info) | set(turn["info"]) if replay_info.get(k) != turn["info"].get(k)
-                )
-                return f"{where}: info differs from the replay in {', '.join(map(repr, keys[:5]))}"
-            rewards.append(reward)
-            done = terminated or truncated
+            replayed = self._turn_record(transcript, response, env.step(response))
+            mismatch = self._difference(turn, replayed)
+            if mismatch:
+                return f"{name} turn {index}: {mismatch}"
+            info = replayed["info"]
+            rewards.append(replayed["reward"])
+            done = replayed["terminated"] or replayed["truncated"]
             if not done:
-                transcript.advance(response, observation, reward)
+                transcript.advance(response, replayed["observation"], replayed["reward"])
         if not done:
             return f"{name}: the record ends after {len(raw['turns'])} turn(s) but the episode had not ended"
         final = bool(info.get("success", False))
@@ -184,6 +163,34 @@ class Replayer:
             return f"{name}: recorded return {raw['return']!r}, the replayed rewards sum to {float(sum(rewards))!r}"
         if raw.get("num_turns", len(rewards)) != len(rewards):
             return f"{name}: recorded num_turns {raw.get('num_turns')!r}, replay has {len(rewards)}"
+        return None
+
+    def _difference(self, recorded: dict[str, Any], replayed: dict[str, Any]) -> str | None:
+        """How a recorded turn differs from its replay (the first field that does, in the order a reader checks
+        them), or None."""
+        if recorded["turn"] != replayed["turn"]:
+            return f"numbered {recorded['turn']!r}"
+        if recorded["user"] != replayed["user"]:
+            return "the recorded user message differs from the one the harness builds from the replay"
+        prefill = replayed["prefill"]
+        if recorded["prefill"] != prefill or not recorded["response"].startswith(prefill):
+            return f"the response does not start with the prefill {prefill!r}"
+        if recorded["reasoning"] != replayed["reasoning"]:
+            return "the recorded reasoning is not the response's"
+        if recorded["observation"] != replayed["observation"]:
+            return "the observation differs from the replay"
+        reward, mine = recorded["reward"], replayed["reward"]
+        if mine != reward or math.copysign(1.0, mine) != math.copysign(1.0, reward):  # -0.0 is not 0.0
+            return f"recorded reward {reward!r}, replay gives {mine!r}"
+        if (recorded["terminated"], recorded["truncated"]) != (replayed["terminated"], replayed["truncated"]):
+            return (
+                f"recorded terminated={recorded['terminated']} truncated={recorded['truncated']}, "
+                f"replay gives terminated={replayed['terminated']} truncated={replayed['truncated']}"
+            )
+        info = replayed["info"]
+        if info != recorded["info"] and (info := self._jsonable(info)) != recorded["info"]:
+            keys = sorted(k for k in set(info) | set(recorded["info"]) if info.get(k) != recorded["info"].get(k))
+            return f"info differs from the replay in {', '.join(map(repr, keys[:5]))}"
         return None
 
     def max_turns(self, env_id: str, kwargs: dict[str, Any]) -> int:
