@@ -1,5 +1,7 @@
 """Multi-turn rollouts for training: G samples per prompt, every sample of a group on the group's env seed.
 
+Episodes are played by the harness's own lockstep loop (:func:`harness.episode.play_lockstep`, which also writes
+each turn's harness record) with the learner's token-level sampler (:class:`TokenSampler`) plugged in.
 Prompts are the harness's RAGEN-style conversations, built and advanced by a
 :class:`harness.transcript.Transcript` per episode and rendered by :func:`harness.transcript.render_prompt`
 (chat template, then the assistant prefix ``<think>``, which is part of the prompt ids); the sampled tokens are
@@ -17,16 +19,18 @@ one training row per turn).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import gymnasium as gym
 
 import ragen_envs  # noqa: F401  (registers the ids)
 from baselines.ppo.generation import sample_responses
-from harness.agents.base import Context
+from harness.agents.base import Context, Generation
+from harness.episode import LiveEpisode, play_lockstep
+from harness.records import TurnRecord
 from harness.seeding import derive_seed
-from harness.transcript import Transcript, render_prompt
+from harness.transcript import render_prompt
 
 SAMPLE_BATCH = 64
 """Rows per decoder call (bounds the decoding batch's KV cache). Between turns every live episode also holds the
@@ -74,22 +78,131 @@ def prompt_ids(tokenizer, context: Context) -> list[int]:
     return tokenizer(render_prompt(tokenizer, context), add_special_tokens=False)["input_ids"]
 
 
-def next_prompt(tokenizer, slot: dict, context: Context) -> list[int]:
-    """Turn k+1's prompt ids: appended to turn k's ids and response when the template text extends it."""
-    text = render_prompt(tokenizer, context)
-    done_text = slot.get("text_so_far")
-    if slot["episode"].chained and done_text is not None and text.startswith(done_text):
-        delta = text[len(done_text) :]
-        eos_text = slot.get("eos_text")
-        if eos_text and delta.startswith(eos_text):
-            delta = delta[len(eos_text) :]  # the sampled EOS already stands for the template's end of message
-        ids = slot["ids_so_far"] + tokenizer(delta, add_special_tokens=False)["input_ids"]
-    else:
-        if done_text is not None:
-            slot["episode"].chained = False
-        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    slot["prompt_text"] = text
-    return ids
+class _Slot(LiveEpisode):
+    """One learner episode in play: the harness's episode state, the learner's :class:`Episode`, and the token ids
+    chained across its turns (``text``/``ids``: the last prompt and response, as text and as ids)."""
+
+    __slots__ = ("episode", "prompt_text", "text", "ids", "eos_text", "prefix", "sampled")
+
+    def __init__(self, episode: Episode, env, env_kwargs: dict, config) -> None:
+        super().__init__(
+            (episode.group, episode.sample), env, agent="policy", env_id=config.env_id, env_kwargs=env_kwargs,
+            seed=episode.env_seed, sample=episode.sample, context_turns=config.context_turns,
+        )  # fmt: skip
+        self.episode = episode
+        self.prompt_text = self.text = self.ids = None
+        self.eos_text = ""
+        self.prefix = None  # the previous turn's keys/values, handed to the next turn's decoder
+        self.sampled = None  # this turn's (context, prompt ids, response ids, text, decoded), until the env answers
+
+
+class TokenSampler:
+    """The learner's sampler for :func:`harness.episode.play_lockstep`: token ids in, token ids out.
+
+    :meth:`generate` renders each live episode's context to prompt ids (chained on the episode's earlier ids when
+    the template allows), samples every response with its own seed ``derive_seed("train-sample", run seed,
+    iteration, group, sample, turn)`` (rows of similar length batched together; each row's tokens depend on its
+    seed only) from the shared decoder, which reuses the previous turn's keys/values, or from ``sampler``;
+    :meth:`after_turn` files the turn as a :class:`TurnSample`.
+    """
+
+    def __init__(self, model, tokenizer, config, iteration: int, sampler: Callable | None = None) -> None:
+        self.model, self.tokenizer, self.config, self.iteration, self.sampler = (
+            model,
+            tokenizer,
+            config,
+            iteration,
+            sampler,
+        )
+
+    def prompt(self, slot: _Slot, context: Context) -> list[int]:
+        """Turn k+1's prompt ids: appended to turn k's ids and response when the template text extends it."""
+        tokenizer = self.tokenizer
+        text = render_prompt(tokenizer, context)
+        done_text = slot.text
+        if slot.episode.chained and done_text is not None and text.startswith(done_text):
+            delta = text[len(done_text) :]
+            if slot.eos_text and delta.startswith(slot.eos_text):
+                delta = delta[len(slot.eos_text) :]  # the sampled EOS already stands for the template's end of message
+            ids = slot.ids + tokenizer(delta, add_special_tokens=False)["input_ids"]
+        else:
+            if done_text is not None:
+                slot.episode.chained = False
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        slot.prompt_text = text
+        return ids
+
+    def generate(self, live: Sequence[_Slot]) -> list[Generation]:
+        """One response per live episode (the text after the prefill, with its tokens' log-probs and entropies)."""
+        config = self.config
+        contexts = [s.transcript.context() for s in live]
+        prompts = [self.prompt(s, c) for s, c in zip(live, contexts, strict=True)]
+        seeds = [
+            derive_seed(
+                "train-sample", config.seed, self.iteration, s.episode.group, s.episode.sample, s.transcript.turn
+            )
+            for s in live
+        ]
+        outputs = [None] * len(live)
+        # rows of similar length share a batch (little padding); each row's tokens depend on its seed only
+        order = sorted(range(len(live)), key=lambda i: (len(prompts[i]), i))
+        for start in range(0, len(order), SAMPLE_BATCH):
+            rows = order[start : start + SAMPLE_BATCH]
+            batch_prompts, batch_seeds = [prompts[i] for i in rows], [seeds[i] for i in rows]
+            if self.sampler is not None:
+                decoded = self.sampler(batch_prompts, batch_seeds)
+            else:
+                prefixes = []
+                for i in rows:  # the previous turn's keys/values, let go of by the episode as they are handed on
+                    prefixes.append(live[i].prefix)
+                    live[i].prefix = None
+                decoded = sample_responses(
+                    self.model, self.tokenizer, batch_prompts, batch_seeds,
+                    max_new_tokens=config.max_new_tokens, temperature=config.temperature, prefixes=prefixes,
+                )  # fmt: skip
+            for i, out in zip(rows, decoded, strict=True):
+                outputs[i] = out
+        generations = []
+        for slot, context, prompt, out in zip(live, contexts, prompts, outputs, strict=True):
+            response_ids = list(out.token_ids)
+            text = self.tokenizer.decode(response_ids, skip_special_tokens=True)
+            slot.sampled = (context, prompt, response_ids, text, out)
+            # a sampler without full distributions (vLLM) reports no entropies: the record says "not reported"
+            entropies = out.entropies if len(out.entropies) == len(response_ids) else None
+            generations.append(Generation(text, len(response_ids), out.logprobs, entropies))
+        return generations
+
+    def after_turn(self, slot: _Slot, turn: TurnRecord) -> None:
+        """File the turn the env has just answered as a :class:`TurnSample`, and keep its ids for the next turn."""
+        context, prompt, response_ids, text, out = slot.sampled
+        slot.sampled = None  # it holds the decoder's keys/values: not past the episode's end
+        tokenizer, episode = self.tokenizer, slot.episode
+        episode.turns.append(
+            TurnSample(
+                group=episode.group,
+                sample=episode.sample,
+                turn=turn["turn"],
+                context=context,
+                prompt_ids=prompt,
+                response_ids=response_ids,
+                sample_logprobs=list(out.logprobs),
+                sample_entropies=list(out.entropies),
+                response_text=turn["response"],
+                reward=turn["reward"],
+            )
+        )
+        episode.episode_return += turn["reward"]
+        slot.text = slot.prompt_text + text
+        slot.ids = prompt + response_ids
+        slot.prefix = getattr(
+            out, "prefix", None
+        )  # None from a sampler that keeps none (vLLM has its own prefix caching)
+        ended_with_eos = bool(response_ids) and response_ids[-1] == tokenizer.eos_token_id
+        slot.eos_text = tokenizer.decode([tokenizer.eos_token_id]) if ended_with_eos else ""
+        if turn["terminated"] or turn["truncated"]:
+            episode.success = bool(turn["info"].get("success", False))
+            slot.prefix = None
+            slot.env.close()
 
 
 def collect_rollouts(
@@ -115,71 +228,8 @@ def collect_rollouts(
     for index, group in enumerate(groups):
         seed = env_seed_for(config.seed, iteration, group) if env_seeds is None else int(env_seeds[index])
         for sample in range(config.samples_per_prompt):
-            env = gym.make(config.env_id, **kwargs)
-            observation, info = env.reset(seed=seed)
-            transcript = Transcript(
-                info["instructions"], observation, env.unwrapped.response_format, config.context_turns
-            )
-            slots.append({"env": env, "episode": Episode(group, sample, seed), "transcript": transcript, "done": False})
-    turn = 0
-    while True:
-        live = [slot for slot in slots if not slot["done"]]
-        if not live:
-            break
-        turn += 1
-        contexts = [s["transcript"].context() for s in live]
-        prompts = [next_prompt(tokenizer, s, c) for s, c in zip(live, contexts, strict=True)]
-        seeds = [
-            derive_seed("train-sample", config.seed, iteration, s["episode"].group, s["episode"].sample, turn)
-            for s in live
-        ]
-        outputs = [None] * len(live)
-        # rows of similar length share a batch (little padding); each row's tokens depend on its seed only
-        order = sorted(range(len(live)), key=lambda i: (len(prompts[i]), i))
-        for start in range(0, len(order), SAMPLE_BATCH):
-            rows = order[start : start + SAMPLE_BATCH]
-            batch_prompts, batch_seeds = [prompts[i] for i in rows], [seeds[i] for i in rows]
-            if sampler is not None:
-                decoded = sampler(batch_prompts, batch_seeds)
-            else:
-                decoded = sample_responses(
-                    model, tokenizer, batch_prompts, batch_seeds,
-                    max_new_tokens=config.max_new_tokens, temperature=config.temperature,
-                    prefixes=[live[i].pop("prefix", None) for i in rows],  # the previous turn's keys/values
-                )  # fmt: skip
-            for i, out in zip(rows, decoded, strict=True):
-                outputs[i] = out
-        for slot, context, prompt, out in zip(live, contexts, prompts, outputs, strict=True):
-            response_ids = list(out.token_ids)
-            text = tokenizer.decode(response_ids, skip_special_tokens=True)
-            observation, reward, terminated, truncated, info = slot["env"].step(context.prefill + text)
-            episode = slot["episode"]
-            episode.turns.append(
-                TurnSample(
-                    group=episode.group,
-                    sample=episode.sample,
-                    turn=turn,
-                    context=context,
-                    prompt_ids=prompt,
-                    response_ids=response_ids,
-                    sample_logprobs=list(out.logprobs),
-                    sample_entropies=list(out.entropies),
-                    response_text=context.prefill + text,
-                    reward=float(reward),
-                )
-            )
-            episode.episode_return += float(reward)
-            slot["text_so_far"] = slot["prompt_text"] + text
-            slot["ids_so_far"] = prompt + response_ids
-            # None from a sampler that keeps none (vLLM has its own prefix caching)
-            slot["prefix"] = getattr(out, "prefix", None)
-            ended_with_eos = bool(response_ids) and response_ids[-1] == tokenizer.eos_token_id
-            slot["eos_text"] = tokenizer.decode([tokenizer.eos_token_id]) if ended_with_eos else ""
-            if terminated or truncated:
-                episode.success = bool(info.get("success", False))
-                slot["done"] = True
-                slot["prefix"] = None
-                slot["env"].close()
-            else:
-                slot["transcript"].advance(context.prefill + text, observation, float(reward))
-    return [slot["episode"] for slot in slots]
+            slots.append(_Slot(Episode(group, sample, seed), gym.make(config.env_id, **kwargs), kwargs, config))
+    tokens = TokenSampler(model, tokenizer, config, iteration, sampler)
+    for _ in play_lockstep(slots, tokens.generate, after_turn=tokens.after_turn):
+        pass
+    return [slot.episode for slot in slots]
