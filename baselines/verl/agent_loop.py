@@ -10,8 +10,8 @@ response token (``rm_scores``), so no reward function is needed.
 
 Per-episode facts travel in ``extra_fields``: ``reward_extra_info`` (``episode_return``, ``success``,
 ``turns``: usable as verl's ``algorithm.filter_groups.metric``), ``ragen_turns`` (each model turn's
-response-token span, user message, prefill, response, reasoning and reward) and ``ragen_episode`` (env id,
-kwargs, seed, instructions): together an episode record of the harness, which the MI diagnostics in
+response-token span, ``start``/``end``, beside its harness turn record: :func:`harness.episode.turn_record`, the
+one every loop writes) and ``ragen_episode`` (env id, kwargs, seed, instructions): together an episode record of the harness, which the MI diagnostics in
 :mod:`baselines.verl.trainer` read.
 """
 
@@ -26,8 +26,8 @@ import gymnasium as gym
 
 import ragen_envs  # noqa: F401  (registers the ids)
 from baselines.verl.compat import require_verl
-from harness.transcript import prefill_for, user_message
-from ragen_envs.parsing import reasoning_of
+from harness.episode import turn_record
+from harness.transcript import Transcript
 from ragen_envs.plugins import ensure_registered
 
 require_verl()
@@ -67,14 +67,13 @@ class RagenAgentLoop(AgentLoopBase):
         env = gym.make(env_id, **env_kwargs)
         try:
             observation, info = env.reset(seed=seed)
-            response_format = env.unwrapped.response_format
-            prefill = prefill_for(response_format)
+            transcript = Transcript(info["instructions"], observation, env.unwrapped.response_format)
+            prefill = transcript.prefill
             prefill_ids = self.tokenizer.encode(prefill, add_special_tokens=False) if prefill else []
-            messages = [{"role": "system", "content": info["instructions"]}, user_message(1, observation, None)]
+            messages = list(transcript.context().messages)
             prompt_ids = await self.ct_build_initial_tokens(messages) + prefill_ids
             ids, mask, logprobs = list(prompt_ids), [], None
             turns: list[dict[str, Any]] = []
-            user = messages[-1]["content"]
             episode_return, success, truncated_by_budget = 0.0, False, False
             request_id = uuid4().hex  # one id per episode: the server manager keeps its turns on one server
             while True:
@@ -104,23 +103,18 @@ class RagenAgentLoop(AgentLoopBase):
                     assistant_logprobs=out.log_probs if logprobs is not None else None,
                 )
                 ids = merged.token_ids
-                text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
-                response = prefill + text
-                turn = {"start": start, "end": len(mask), "user": user, "prefill": prefill, "response": response,
-                        "reasoning": reasoning_of(response, response_format)}  # fmt: skip
-                turns.append(turn)
+                response = prefill + self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
                 # envs are fast, but some run a sandboxed process per step: off the event loop
-                observation, reward, terminated, truncated, info = await self.loop.run_in_executor(
-                    None, env.step, response
-                )
-                turn["reward"] = float(reward)
-                episode_return += float(reward)
-                if terminated or truncated:
-                    success = bool(info.get("success", False))
+                step = await self.loop.run_in_executor(None, env.step, response)
+                turn = {"start": start, "end": len(mask), **turn_record(transcript, response, step)}
+                turns.append(turn)
+                episode_return += turn["reward"]
+                if turn["terminated"] or turn["truncated"]:
+                    success = bool(turn["info"].get("success", False))
                     break
                 previous = [*messages, {"role": "assistant", "content": response}]
-                messages = [*previous, user_message(len(turns) + 1, observation, float(reward))]
-                user = messages[-1]["content"]
+                transcript.advance(response, turn["observation"], turn["reward"])
+                messages = list(transcript.context().messages)
                 merged, mask, logprobs = await self.ct_merge_context_msg(previous, messages, ids, mask, logprobs)
                 ids = merged.token_ids + prefill_ids
                 mask = mask + [0] * len(prefill_ids)
@@ -144,7 +138,7 @@ class RagenAgentLoop(AgentLoopBase):
                 },
                 "ragen_turns": turns,
                 "ragen_episode": {"env_id": env_id, "env_kwargs": env_kwargs, "seed": seed,
-                                  "instructions": messages[0]["content"]},  # fmt: skip
+                                  "instructions": transcript.system["content"]},  # fmt: skip
                 "turn_scores": [],
                 "tool_rewards": [],
             },
