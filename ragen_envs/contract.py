@@ -1,6 +1,6 @@
 """The text-env contract as checks you run on your own env: ``check_text_env("mypkg/Guess-v0")``.
 
-Every ``ragen/*`` env passes these (``tests/test_env_contract.py`` runs them over the registry); an env from
+Every ``ragen/*`` env passes these (``tests/ragen_envs/test_env_contract.py`` runs them over the registry); an env from
 another package (``docs/extending.md``) should pass them before ``harness run`` meets it. Each ``check_*`` takes
 the env id and the keyword arguments for ``gym.make`` and raises :class:`ContractError` saying what broke;
 :func:`check_text_env` runs them all and reports every failure at once.

@@ -2,7 +2,7 @@
 # The verl adapter's own virtual environment (.venv-verl, or $RAGEN_VERL_VENV): verl 0.9 pins
 # transformers < 5.11, older than the main environment's, so the two cannot share a venv.
 #   bash scripts/install-verl.sh [--torch auto|cpu|cuda|skip]   # the torch build as scripts/install.sh picks it
-#   .venv-verl/bin/python -m pytest tests/integrations/test_verl_agent_loop.py
+#   .venv-verl/bin/python -m pytest tests/baselines/verl/test_verl_agent_loop.py
 set -euo pipefail
 cd "$(dirname "$0")/.."
 torch_request=auto

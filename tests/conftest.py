@@ -2,7 +2,7 @@
 
 import os
 
-from installed import register_agents_missing_from_the_install
+from tests.helpers.installed import register_agents_missing_from_the_install
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

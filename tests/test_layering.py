@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import ROOT
+
 PACKAGES = ("ragen_envs", "harness", "baselines", "leaderboard")
 MAY_IMPORT = {
     "ragen_envs": set(),

@@ -85,7 +85,7 @@ def encode_episode(tokenizer, episode: Episode) -> tuple[list[int], list[int], l
     per token saying whether it is env text (system and user messages), which gets the auxiliary loss.
 
     Pieces are cut at special tokens and newlines, where the BPE never merges, so their concatenation is
-    exactly the tokenization of the chat template's rendering (``tests/agents/test_tiny_model.py``).
+    exactly the tokenization of the chat template's rendering (``tests/baselines/tiny/test_tiny_model.py``).
     """
     ids: list[int] = []
     labels: list[int] = []

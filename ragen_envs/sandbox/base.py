@@ -35,7 +35,7 @@ class Limits:
     """Resource limits of one sandboxed run. The defaults suit one test-suite run of a small program.
 
     Every field means the same on every backend (cold bubblewrap, the warm pool, Docker): the same program under
-    the same limits gets the same verdict on each (``tests/sandbox/test_limits_parity.py``). "The sandbox" is
+    the same limits gets the same verdict on each (``tests/ragen_envs/sandbox/test_limits_parity.py``). "The sandbox" is
     every process the program starts, itself included. Whole-sandbox limits (memory, processes, CPU quota) need a
     cgroup: Docker always has one, bubblewrap and the pool when this process may create one (root, or a
     delegated cgroup v2 tree); without it they fall back to per-process rlimits, the same fallback on both, and

@@ -9,6 +9,6 @@ import pytest
 def tiny_model_dir(tmp_path_factory):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from tiny_lm import build_tiny_llama
+    from tests.helpers.tiny_lm import build_tiny_llama
 
     return str(build_tiny_llama(tmp_path_factory.mktemp("tiny-lm"), heads=2, kv_heads=2))

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from doc_blocks import RUNNABLE, blocks, fill_placeholders, marker_problems
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
+
 PAGES = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").rglob("*.md")])
 LINKED = ("baselines", "examples", "scripts", "benchmarks", "tests")
 COMMAND_TIMEOUT = 900  # the longest command, `harness run baseline`, takes a few minutes on two CPU cores

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT, TINY_MODEL
 
 
 def one_error_line(capsys) -> str:
@@ -28,7 +27,7 @@ def one_error_line(capsys) -> str:
 
 
 def test_train_with_a_misspelled_env_id_says_did_you_mean(capsys):
-    args = ["train", "cpu-tiny", "--model", str(ROOT / "baselines/tiny/model"), "--env-id", "ragen/Bandti-v0"]
+    args = ["train", "cpu-tiny", "--model", str(TINY_MODEL), "--env-id", "ragen/Bandti-v0"]
     assert main(args) == 2
     assert "Did you mean 'ragen/Bandit-v0'?" in one_error_line(capsys)
 
@@ -79,7 +78,7 @@ def test_device_cuda_without_cuda(tmp_path, capsys):
     assert main([*args, "--out", str(tmp_path), "--quiet"]) == 2
     line = one_error_line(capsys)
     assert "--device cuda: CUDA is not available" in line and "--device cpu" in line
-    assert main(["train", "cpu-tiny", "--model", str(ROOT / "baselines/tiny/model"), "--device", "cuda"]) == 2
+    assert main(["train", "cpu-tiny", "--model", str(TINY_MODEL), "--device", "cuda"]) == 2
     assert "--device cuda: CUDA is not available" in one_error_line(capsys)
 
 

@@ -11,9 +11,10 @@ import pytest
 from harness.cli import main
 from harness.dumps import read_dump
 from harness.mi import mi_family
+from tests.helpers.paths import TINY_MODEL
 
 DUMPS = Path(__file__).resolve().parent / "dumps"
-MODEL = str(Path(__file__).resolve().parents[2] / "baselines" / "tiny" / "model")
+MODEL = str(TINY_MODEL)
 
 
 def _mi(tmp_path: Path, name: str, *dump: str) -> list[dict]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -16,8 +15,9 @@ from harness.agents import register_agent
 from harness.agents.scripted import RandomAgent
 from harness.cli import main
 from ragen_envs import contract, plugins
+from tests.helpers.paths import ROOT
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "guess_env"
+EXAMPLE = ROOT / "examples" / "guess_env"
 
 
 @pytest.fixture

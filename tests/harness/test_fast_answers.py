@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.device import TorchBuild, check_device, torch_build
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT, TINY_MODEL
 
 _PROBE = """
 import contextlib, io, json, sys
@@ -68,7 +67,7 @@ def test_device_cuda_on_a_cpu_torch_is_answered_without_importing_it(tmp_path):
     line = _one_line(answer)
     assert "--device cuda: CUDA is not available" in line and "built without CUDA" in line and "--device cpu" in line
     assert answer["heavy"] == []
-    tiny = str(ROOT / "baselines" / "tiny" / "model")
+    tiny = str(TINY_MODEL)
     answer = _answer(tmp_path, "train", "cpu-tiny", "--model", tiny, "--device", "cuda", "--out-dir", str(tmp_path))
     assert "--device cuda: CUDA is not available" in _one_line(answer)
     assert answer["heavy"] == []

@@ -12,11 +12,10 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from tiny_lm import build_tiny_llama  # noqa: E402
-
 from harness.agents import AgentOptions, Context, Request, make_agent  # noqa: E402
 from harness.cli import main  # noqa: E402
 from harness.collapse import collapse_metrics  # noqa: E402
+from tests.helpers.tiny_lm import build_tiny_llama  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)

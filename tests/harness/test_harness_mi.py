@@ -10,6 +10,7 @@ from harness.agents.scripted import RandomAgent
 from harness.collapse import collapse_metrics
 from harness.mi import Pairs, collapse_for, first_turn_pairs, score_pairs, subsample_columns, trajectory_pairs
 from harness.seeding import derive_seed
+from tests.helpers.paths import TINY_MODEL
 
 
 def fake_logprob(context: Context, text: str) -> float:
@@ -153,11 +154,10 @@ def test_pair_draws_do_not_depend_on_where_the_model_lives():
 def test_the_tiny_models_mi_is_the_same_from_two_checkout_paths(tmp_path, monkeypatch):
     """hf: agents on two copies of the shipped model, one named relative to the working folder, one absolute."""
     import shutil
-    from pathlib import Path
 
     from harness.agents.registry import make_agent
 
-    shipped = Path(__file__).resolve().parents[2] / "baselines" / "tiny" / "model"
+    shipped = TINY_MODEL
     if not (shipped / "model.safetensors").exists():
         pytest.skip("the tiny model is not shipped here")
     for name in ("one", "two"):

@@ -10,6 +10,7 @@ import pytest
 
 from harness.cli import main
 from harness.records import read_episodes
+from tests.helpers.paths import TINY_MODEL
 
 
 def _run(tmp_path: Path, *args: str, run_id: str = "r") -> Path:
@@ -116,7 +117,7 @@ def test_train_refuses_an_out_dir_holding_a_different_run(tmp_path, capsys):
     from baselines.ppo.cli import check_out_dir
     from baselines.ppo.config import PPOConfig
 
-    model = str(Path(__file__).resolve().parents[2] / "baselines/tiny/model")
+    model = str(TINY_MODEL)
     out = tmp_path / "train"
     out.mkdir()
     recorded = PPOConfig(model=model, out_dir=str(out), iterations=2, actor_lr=1e-6)

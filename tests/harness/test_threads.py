@@ -11,9 +11,8 @@ from harness.threads import DEFAULT_THREADS, idle_cores, resolve_threads, usable
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from tiny_lm import build_tiny_llama  # noqa: E402
-
 from harness.cli import main  # noqa: E402
+from tests.helpers.tiny_lm import build_tiny_llama  # noqa: E402
 
 
 def test_the_default_is_one_thread_and_more_is_opt_in(tmp_path):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
 
 
 def _harness_without_sandbox(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:

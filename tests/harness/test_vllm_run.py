@@ -10,7 +10,7 @@ import pytest
 
 @pytest.mark.vllm
 def test_harness_run_vllm_on_sokoban_completes_with_mi(tmp_path, capsys):
-    from vllm_lane import require_vllm
+    from tests.helpers.vllm_lane import require_vllm
 
     require_vllm()
     from baselines.tiny import MODEL_DIR

@@ -20,8 +20,7 @@ from leaderboard.pack import read_archive, write_archive
 from leaderboard.records import RESPONSE_CAP_CHARS
 from leaderboard.store import ARCHIVE, add
 from leaderboard.verify import Replayer, verify
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
 
 
 def _peak_bytes(fn, *args, **kwargs) -> tuple[object, int]:

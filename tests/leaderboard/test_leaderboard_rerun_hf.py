@@ -11,11 +11,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
-from tiny_lm import build_tiny_llama  # noqa: E402
-
 from harness.cli import main as harness  # noqa: E402
 from leaderboard.build import build  # noqa: E402
 from leaderboard.cli import main  # noqa: E402
+from tests.helpers.tiny_lm import build_tiny_llama  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "install.sh"
+from tests.helpers.paths import ROOT
+
+SCRIPT = ROOT / "scripts" / "install.sh"
 
 
 def _recorder(path: Path, log: Path, status: int = 0) -> None:

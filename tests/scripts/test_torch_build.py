@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "torch_build.py"
+from tests.helpers.paths import ROOT
+
+SCRIPT = ROOT / "scripts" / "torch_build.py"
 _spec = importlib.util.spec_from_file_location("torch_build", SCRIPT)
 torch_build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(torch_build)
