@@ -19,3 +19,16 @@ def test_every_test_folder_is_named_after_a_folder_of_the_repository():
 
 def test_helpers_hold_no_tests():
     assert not list((TESTS / "helpers").glob("test_*.py"))
+
+
+def test_a_conftest_below_the_root_sits_in_a_folder_without_subfolders():
+    # pytest puts each folder holding a conftest.py on sys.path, so a subfolder there named after a library
+    # (tests/baselines/verl) becomes an empty namespace package `verl` wherever the real one is not installed, and
+    # `pytest.importorskip("verl")` passes instead of skipping. The root's subfolders are the repo's own folders.
+    nested = sorted(
+        str(conftest.relative_to(TESTS))
+        for conftest in TESTS.rglob("conftest.py")
+        if conftest.parent != TESTS
+        and any(sub.is_dir() and sub.name != "__pycache__" for sub in conftest.parent.iterdir())
+    )
+    assert not nested, f"conftest.py files in folders with subfolders: {nested}"
