@@ -28,7 +28,7 @@ import ragen_envs  # noqa: F401  (registers the ids)
 from baselines.ppo.generation import sample_responses
 from harness.agents.base import Context, Generation
 from harness.episode import LiveEpisode, play_lockstep
-from harness.records import TurnRecord
+from harness.records import EpisodeRecord, TurnRecord
 from harness.seeding import derive_seed
 from harness.transcript import render_prompt
 
@@ -66,6 +66,9 @@ class Episode:
     success: bool = False
     chained: bool = True
     """Every turn's prompt ids extend the previous turn's prompt and response ids."""
+    record: EpisodeRecord | None = None
+    """The episode as the harness records it (:func:`harness.episode.turn_record` per turn), written by the loop
+    that played it; None for an episode built by hand."""
 
 
 def env_seed_for(run_seed: int, iteration: int, group: int) -> int:
@@ -90,6 +93,7 @@ class _Slot(LiveEpisode):
             seed=episode.env_seed, sample=episode.sample, context_turns=config.context_turns,
         )  # fmt: skip
         self.episode = episode
+        episode.record = self.record
         self.prompt_text = self.text = self.ids = None
         self.eos_text = ""
         self.prefix = None  # the previous turn's keys/values, handed to the next turn's decoder
