@@ -30,8 +30,50 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--allow-origin", action="append", default=[], help="a browser origin allowed to connect (repeatable)"
     )
     p.add_argument("--allow-host", action="append", default=[], help="a Host name besides the address (repeatable)")
-    p.add_argument("--token-file", default=None, help="file holding a bearer token; required beyond loopback")
+    token = p.add_mutually_exclusive_group()
+    token.add_argument("--token-file", default=None, help="file holding a bearer token; required beyond loopback")
+    token.add_argument("--token-env", default=None, help="environment variable holding the token (a container secret)")
     return p.parse_args(argv)
+
+
+DEPLOYED_TOKEN_VAR = "RAGEN_ENVS_TOKEN"
+DEPLOYED_HOSTS_VAR = "RAGEN_ENVS_ALLOW_HOSTS"
+
+
+def deployed_argv(env_id: str, environ: dict[str, str], argv: list[str]) -> list[str]:
+    """The command line a deployed env (a container, a Space) runs with: ``env_id`` on ``$HOST`` (default
+    0.0.0.0) port ``$PORT`` (default 8000), the bearer token in ``$RAGEN_ENVS_TOKEN``, the comma-separated names in
+    ``$RAGEN_ENVS_ALLOW_HOSTS`` admitted as ``Host`` (a Space's domain, a proxy's name), then ``argv``."""
+    args = ["--env", env_id, "--host", environ.get("HOST", "0.0.0.0"), "--port", environ.get("PORT", "8000")]
+    if environ.get(DEPLOYED_TOKEN_VAR):
+        args += ["--token-env", DEPLOYED_TOKEN_VAR]
+    for name in environ.get(DEPLOYED_HOSTS_VAR, "").split(","):
+        if name.strip():
+            args += ["--allow-host", name.strip()]
+    return args + argv
+
+
+def deployed_main(env_id: str, argv: list[str] | None = None) -> int:
+    """The ``server`` entry point of a generated OpenEnv package (:mod:`ragen_envs.serve.manifest`): serve
+    ``env_id`` as :func:`deployed_argv` says; further flags (``--max-sessions 8``) pass through."""
+    import os
+
+    return main(deployed_argv(env_id, dict(os.environ), sys.argv[1:] if argv is None else argv))
+
+
+def env_token(name: str) -> str:
+    """The bearer token in the environment variable ``name``; ``ValueError`` with one line."""
+    import os
+
+    from ragen_envs.serve.guard import check_token
+
+    value = os.environ.get(name)
+    if value is None:
+        raise ValueError(f"--token-env {name}: the variable is not set")
+    try:
+        return check_token(value.strip())
+    except ValueError as e:
+        raise ValueError(f"--token-env {name}: {e}") from None
 
 
 def read_token(path: str) -> str:
@@ -78,7 +120,11 @@ def main(argv: list[str] | None = None) -> int:
             max_connections_per_peer=args.max_connections_per_peer,
             allow_origins=tuple(args.allow_origin),
             allow_hosts=tuple(args.allow_host),
-            token=read_token(args.token_file) if args.token_file else None,
+            token=read_token(args.token_file)
+            if args.token_file
+            else env_token(args.token_env)
+            if args.token_env
+            else None,
         )
         config = dataclasses.replace(config, env_id=check_env(config))
     except ImportError as e:

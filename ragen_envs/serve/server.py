@@ -108,8 +108,8 @@ class ServeConfig:
             check_token(self.token)
         elif not is_loopback(self.host):
             raise ValueError(
-                f"--host {self.host} serves other machines: give a bearer token with --token-file F (clients send"
-                " Authorization: Bearer <token>), or keep --host 127.0.0.1 behind your own proxy"
+                f"--host {self.host} serves other machines: give a bearer token with --token-file F or --token-env VAR"
+                " (clients send Authorization: Bearer <token>), or keep --host 127.0.0.1 behind your own proxy"
             )
 
 
