@@ -23,6 +23,10 @@ fi
 # (its default) keeps trajectories in TransferQueue, which only verl's "verl-core" extra declares.
 $PY -m pip install -q --disable-pip-version-check -c "$pin" "verl==0.9.1" cachetools uvicorn fastapi \
   "TransferQueue==0.1.11"
+# verl's wheel installs its own test suite as a top-level "tests" package, which shadows this repository's tests/
+# (a namespace package, so any regular "tests" on the path wins) and breaks every test's conftest import.
+site=$($PY -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+if grep -qs '^tests/__init__.py' "$site"/verl-*.dist-info/RECORD; then rm -rf "$site/tests"; fi
 $PY -m pip install -q --disable-pip-version-check -c "$pin" --no-deps -e .
 $PY -m pip install -q --disable-pip-version-check -c "$pin" numpy gymnasium orjson safetensors tokenizers \
   "pytest>=8" "pytest-timeout>=2.2"
