@@ -76,6 +76,11 @@ fi
 if [ "${#torch_plan[@]}" -gt 2 ]; then
   $PY -m pip install -q --disable-pip-version-check "${torch_plan[@]:2}"
 fi
+# OpenEnv's distribution was openenv-core up to 0.3 and is openenv since: both install the `openenv` package, so
+# an older venv's openenv-core goes first (removing it after openenv is in would delete openenv's own files).
+if $PY -m pip show -q openenv-core >/dev/null 2>&1; then
+  $PY -m pip uninstall -q -y --disable-pip-version-check openenv-core
+fi
 extras="llm,ray,report,docker,webshop,search,dense,train,wandb,trl,serve"
 [ "$with_tests" = 1 ] && extras="$extras,dev"
 $PY -m pip install -q --disable-pip-version-check -e ".[$extras]"

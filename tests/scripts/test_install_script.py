@@ -130,3 +130,15 @@ def test_a_bad_option_is_one_line_before_anything_is_installed(tmp_path, args, m
     lines = output.splitlines()
     assert status == 2 and calls == []
     assert len(lines) == 1 and lines[0].startswith("install.sh: ") and message in lines[0], output
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_an_old_openenv_core_is_removed_before_openenv_is_installed(tmp_path):
+    # Both distributions install the `openenv` package: removing openenv-core after openenv is in would delete
+    # openenv's files. The recorder answers `pip show` with success, as a venv that still has openenv-core does.
+    status, calls, output = _install(tmp_path)
+    assert status == 0, output
+    pips = [c for c in calls if c.startswith("python -m pip")]
+    removal = next(i for i, c in enumerate(pips) if c.startswith("python -m pip uninstall") and "openenv-core" in c)
+    project = next(i for i, c in enumerate(pips) if c.startswith("python -m pip install") and " -e " in c)
+    assert removal < project
