@@ -15,7 +15,7 @@
 #   so no reward function is configured. A group is rollout.n samples of one env seed.
 # - RAGEN-2's hyperparameters: 8 prompts x 16 samples, mini-batches of 2 prompts (32 episodes), actor lr 1e-6,
 #   clip 0.2/0.28, entropy 0.001, no KL loss, temperature 1, <= 400 tokens per turn.
-# - the SNR filter: RAGEN-2's top-p 0.9 rule on the in-group reward std (baselines.ppo.snr_filter, as in the
+# - the SNR filter: RAGEN-2's top-p 0.9 rule on the in-group reward std (baselines.algos.filter, as in the
 #   learner and the TRL adapter), applied by the trainer before old log-probs and advantages; kept groups are
 #   trimmed to whole mini-batches (ragen.filter.apply=mask zeroes the dropped groups' response mask instead), an
 #   empty selection skips the update, and 5 in a row end the run (ragen.filter.*).

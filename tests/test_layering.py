@@ -109,6 +109,39 @@ def test_the_cli_is_the_composition_root():
     assert reached == set(PACKAGES)
 
 
+BASELINE_FLOORS = {"algos": 0, "ppo": 1, "trl": 2, "verl": 2}
+"""Inside ``baselines``: the pieces every trainer shares (``algos``) at the bottom, the learner on them, the TRL and
+verl adapters on both. A sub-package imports only sub-packages on a lower floor (and ``tiny`` stands apart)."""
+
+
+def baseline_climbs(graph: dict[str, set[str]]) -> list[str]:
+    """``module -> target`` for every import between the sub-packages of ``baselines`` that is not downward."""
+
+    def floor(module: str) -> tuple[str, int | None]:
+        parts = module.split(".")
+        sub = parts[1] if len(parts) > 1 and parts[0] == "baselines" else ""
+        return sub, BASELINE_FLOORS.get(sub, 3 if sub == "tiny" else None)
+
+    out = []
+    for module, targets in graph.items():
+        sub, level = floor(module)
+        if level is None:
+            continue
+        for target in targets:
+            other, other_level = floor(target)
+            if other and other != sub and other_level is not None and (other_level >= level or "tiny" in (sub, other)):
+                out.append(f"{module} -> {target}")
+    return sorted(out)
+
+
+def test_baselines_stand_on_the_shared_algorithms():
+    assert baseline_climbs(import_graph(ROOT, PACKAGES)) == []
+    graph = {"baselines.algos.filter": {"baselines.ppo.config"}, "baselines.ppo.trainer": {"baselines.algos.mi"},
+             "baselines.trl.snr": {"baselines.verl.trainer", "baselines.ppo.rollout", "baselines.compat"}}  # fmt: skip
+    assert baseline_climbs(graph) == ["baselines.algos.filter -> baselines.ppo.config",
+                                      "baselines.trl.snr -> baselines.verl.trainer"]  # fmt: skip
+
+
 # ragen_envs is not listed: its code-problem families and ragen_envs.code.problems import each other (a family
 # module registers into the table that problems fills by importing the family modules).
 @pytest.mark.parametrize("package", ["harness", "baselines", "leaderboard"])

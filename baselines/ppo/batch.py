@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
+from baselines.algos.returns import episode_returns
 from baselines.ppo.generation import sequence_logprobs
 from baselines.ppo.losses import gae_advantages, group_advantages, masked_whiten, update_precision
 from baselines.ppo.rollout import Episode, TurnSample
@@ -145,12 +145,8 @@ def fill_advantages(
         return
     if not episodes:
         return
-    groups = sorted({e.group for e in episodes})
-    samples = max(e.sample for e in episodes) + 1
-    returns = torch.zeros((len(groups), samples))
-    for e in episodes:
-        returns[groups.index(e.group), e.sample] = e.episode_return
-    adv = group_advantages(returns, normalize_std=config.advantage == "grpo")
+    groups, returns = episode_returns(episodes)
+    adv = group_advantages(torch.from_numpy(returns).float(), normalize_std=config.advantage == "grpo")
     for e in episodes:
         value = adv[groups.index(e.group), e.sample]
         for row in rows_by_episode[(e.group, e.sample)]:
@@ -173,11 +169,3 @@ def normalizer(rows: list[Row], config) -> float:
     if config.aggregation == "token-mean":
         return float(sum(r.length for r in rows))
     return float(len(rows))
-
-
-def returns_matrix(episodes: list[Episode], groups: list[int], samples: int) -> np.ndarray:
-    """The episodes' returns as a (groups, samples) matrix, its rows in the order of ``groups``."""
-    out = np.zeros((len(groups), samples))
-    for e in episodes:
-        out[groups.index(e.group), e.sample] = e.episode_return
-    return out

@@ -11,27 +11,49 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import inspect
 import json
 import re
 import sys
 import typing
 from pathlib import Path
 
-from baselines.ppo import config as config_module
+from baselines.algos.rollout import RolloutSpec
+from baselines.algos.sections import SECTIONS, flatten
 from baselines.ppo.config import PRESETS, PPOConfig
 
 
-def _field_docs() -> dict[str, str]:
-    """Field name → the docstring under it in config.py (parsed, so help text is never duplicated)."""
-    tree = ast.parse(Path(config_module.__file__).read_text())
+def class_field_docs(cls: type) -> dict[str, str]:
+    """Field name → the docstring under it in ``cls``'s source (parsed, so help text is never duplicated)."""
+    tree = ast.parse(inspect.getsource(sys.modules[cls.__module__]))
     docs: dict[str, str] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == "PPOConfig":
+        if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
             body = node.body
             for a, b in zip(body, body[1:], strict=False):  # each statement with the next: one pair fewer
                 if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant):
                     docs[a.target.id] = str(b.value.value)
     return docs
+
+
+def flag_fields() -> list[tuple[str, dataclasses.Field, str, typing.Any]]:
+    """(flag name, field, docstring, type) of every flag: each ``PPOConfig`` field (its base ``RolloutSpec``'s
+    included), a section's fields as ``<section>_<field>``."""
+    docs = {**class_field_docs(RolloutSpec), **class_field_docs(PPOConfig)}
+    hints = typing.get_type_hints(PPOConfig)
+    out = []
+    for f in dataclasses.fields(PPOConfig):
+        if f.name not in SECTIONS:
+            out.append((f.name, f, docs.get(f.name, ""), hints[f.name]))
+            continue
+        kind = SECTIONS[f.name]
+        section_docs, section_hints = class_field_docs(kind), typing.get_type_hints(kind)
+        default = f.default_factory()  # the learner's defaults of the section
+        for inner in dataclasses.fields(kind):
+            shown = dataclasses.field(default=getattr(default, inner.name))
+            shown.name = inner.name
+            out.append((f"{f.name}_{inner.name}", shown, section_docs.get(inner.name, ""), section_hints[inner.name]))
+    return out
 
 
 def _parser_for(annotation: typing.Any):
@@ -67,10 +89,10 @@ def allowed_values(name: str, annotation: typing.Any) -> str | None:
     return None
 
 
-def field_help(f: dataclasses.Field, doc: str, annotation: typing.Any) -> str:
+def field_help(name: str, f: dataclasses.Field, doc: str, annotation: typing.Any) -> str:
     """A flag's help: the field's docstring, its default and what it accepts (``%`` escaped for argparse)."""
     default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-    allowed = allowed_values(f.name, annotation)
+    allowed = allowed_values(name, annotation)
     text = f"{doc} (default: {default!r}{'; ' + allowed if allowed else ''})"
     return text.replace("%", "%%")
 
@@ -81,15 +103,13 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     presets = "; ".join(f"{name}: {preset_summary(name)}" for name in PRESETS)
     parser.add_argument("base", nargs="?", help=f"a preset ({presets}) or a config .json file".replace("%", "%%"))
     parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint in --out-dir")
-    docs = _field_docs()
-    hints = typing.get_type_hints(PPOConfig)
-    for f in dataclasses.fields(PPOConfig):
-        flag = "--" + f.name.replace("_", "-")
-        text = field_help(f, docs.get(f.name, ""), hints[f.name])
-        if hints[f.name] is bool:
-            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=text)
+    for name, f, doc, annotation in flag_fields():
+        flag = "--" + name.replace("_", "-")
+        text = field_help(name, f, doc, annotation)
+        if annotation is bool:
+            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
-            parser.add_argument(flag, dest=f.name, type=_parser_for(hints[f.name]), default=None, help=text)
+            parser.add_argument(flag, dest=name, type=_parser_for(annotation), default=None, help=text)
 
 
 def preset_summary(name: str) -> str:
@@ -113,10 +133,10 @@ def config_from_args(args: argparse.Namespace) -> PPOConfig:
             values.update(json.loads(Path(args.base).read_text()))
         else:
             raise ValueError(f"{args.base!r} is neither a preset ({', '.join(PRESETS)}) nor a config file")
-    for f in dataclasses.fields(PPOConfig):
-        value = getattr(args, f.name, None)
+    for name, *_ in flag_fields():
+        value = getattr(args, name, None)
         if value is not None:
-            values[f.name] = value
+            values[name] = value
     if "env_id" in values:  # the harness's "did you mean", before the learner starts
         from ragen_envs import resolve_env_id
 
@@ -153,7 +173,11 @@ def check_out_dir(config: PPOConfig) -> None:
             raise ValueError("not a JSON object")
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not a training config ({exc}); use --fresh or a new --out-dir") from None
-    current = json.loads(config.to_json())
+    try:  # a config.json written before the options had sections is compared field by field all the same
+        recorded = json.loads(PPOConfig.from_dict(recorded).to_json())
+    except (ValueError, TypeError):
+        pass
+    recorded, current = flatten(recorded), flatten(json.loads(config.to_json()))
     changed = [
         f"{name} {recorded.get(name)!r} -> {current.get(name)!r}"
         for name in sorted(set(recorded) | set(current))

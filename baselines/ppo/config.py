@@ -10,40 +10,39 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from baselines.algos.filter import FilterOptions
+from baselines.algos.mi import MIOptions
+from baselines.algos.rollout import RolloutSpec
+from baselines.algos.sections import accepts_flat_keys, flat_names, resolve_sections
 from ragen_envs.core import check_choice, check_range
 
 ADVANTAGES = ("gae", "grpo", "drgrpo")
-FILTER_MODES = ("top_p", "top_k", "top_k_abs", "min_p")
 KL_TYPES = ("kl", "low_var_kl")
 LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
 DEFAULT_AGGREGATION = {"gae": "token-mean", "grpo": "seq-mean-token-mean", "drgrpo": "seq-mean-token-sum"}
 """RAGEN's scripts' ``loss_agg_mode`` per algorithm (PPO, GRPO, Dr.GRPO)."""
-MI_SCHEMES = ("first_turn", "trajectory")
 AUTOCAST_DTYPE = "bfloat16-autocast"
 """The ``dtype`` that keeps fp32 weights and runs only the update's forward/backward under bf16 autocast."""
 
 
+@accepts_flat_keys
 @dataclass
-class PPOConfig:
-    """Configuration of one training run (``harness train`` flags map 1:1 onto these fields)."""
+class PPOConfig(RolloutSpec):
+    """Configuration of one training run: a :class:`~baselines.algos.RolloutSpec` (the env and sampling fields)
+    with the training fields and the shared ``filter`` and ``mi`` options (``harness train`` flags map 1:1 onto
+    these fields, a section's as ``--<section>-<field>``). Flat section keys (``filter_value=0.5``) are accepted
+    wherever fields are, the spelling of the flags and of config.json files written before the sections."""
 
     model: str = ""
     """Directory of a transformers causal LM (the shipped tiny model, or any local checkpoint)."""
-    env_id: str = "ragen/Bandit-v0"
-    """Registered env to train on."""
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments for ``gym.make(env_id, **env_kwargs)``."""
     iterations: int = 20
     """Training iterations (rollout + filter + update)."""
     prompts_per_iteration: int = 8
     """Groups per iteration: distinct env seeds (RAGEN-2: 8)."""
-    samples_per_prompt: int = 8
-    """Rollouts per group, all on the group's env seed (RAGEN-2: 16)."""
-    seed: int = 0
-    """Run seed: env seeds, sampling seeds and initialisation derive from it."""
     advantage: str = "gae"
     """``gae`` (PPO with a critic), ``grpo`` (group-normalised returns), ``drgrpo`` (centred, length-unbiased)."""
     gamma: float = 1.0
@@ -73,14 +72,6 @@ class PPOConfig:
     whiten_advantages: bool = True
     """GAE only: whiten the advantages over the batch's response tokens (verl's ``masked_whiten``, always on
     there); off leaves raw GAE advantages (for ablations)."""
-    temperature: float = 1.0
-    """Sampling temperature of rollouts; log-probs for the loss use the same temperature."""
-    max_new_tokens: int = 400
-    """Token budget per turn."""
-    max_turns: int | None = None
-    """Override of the env's ``max_turns`` (None keeps the env default)."""
-    context_turns: int | None = None
-    """Earlier turns kept in the prompt (None = full history)."""
     ppo_epochs: int = 1
     """Passes over the kept batch per iteration. With 1, and every kept row in one minibatch, the update is
     on-policy and skips the old log-prob pass (the loss's own log-probs, detached, stand in, as in verl/TRL)."""
@@ -92,36 +83,10 @@ class PPOConfig:
     """Gradient clipping."""
     adam_eps: float = 1e-8
     """AdamW epsilon (a large value makes the step ≈ lr·gradient, used by the DDP equivalence test)."""
-    filter_mode: str = "top_p"
-    """SNR filter: ``top_p``, ``top_k``, ``top_k_abs``, ``min_p`` (see ``snr_filter``)."""
-    filter_value: float = 0.9
-    """Filter parameter; ``top_p`` with value ≥ 1 keeps every candidate group: no filter at all needs
-    ``filter_include_zero=True`` too (RAGEN's rule drops zero-spread groups otherwise)."""
-    filter_prob_mode: str = "linear"
-    """``linear`` or ``softmax`` top-p."""
-    filter_spread: str = "std"
-    """Group spread: ``std`` (ddof 1) or ``var``."""
-    filter_include_zero: bool = False
-    """Keep zero-spread groups as candidates."""
-    filter_eps: float = 0.01
-    """Top-p slack: keep the prefix reaching value·total − eps."""
-    filter_selection: str = "spread"
-    """``spread``: keep the groups the SNR rule picks; ``random``: keep as many groups as it picks, drawn
-    uniformly at random (the control that tells selection-by-spread apart from merely training on fewer groups)."""
-    mi_every: int = 5
-    """Compute the MI family every k iterations (and at iteration 0); 0 disables."""
-    mi_samples: int = 64
-    """Pairs drawn for each MI sampling scheme."""
-    mi_probe_seeds: int = 16
-    """Fixed MI probe: this many env seeds whose first prompts are pairwise distinguishable
-    (``harness.probe.probe_seeds``), rolled out at every MI iteration, scored with the first-turn family
-    (``probe_first_turn/*``) and never trained on: the same prompts at every reading, so its MI moves with the
-    policy only, not with the batch's seeds; 0 disables."""
-    mi_probe_samples: int = 4
-    """Rollouts per probe seed."""
-    mi_schemes: list[str] = field(default_factory=lambda: ["first_turn", "trajectory"])
-    """Which MI sampling schemes to compute (``first_turn``, ``trajectory``; the harness's samplers); on the
-    command line comma-separated (``--mi-schemes first_turn``)."""
+    filter: FilterOptions = field(default_factory=FilterOptions)
+    """The SNR filter (``baselines.algos.FilterOptions``; flags ``--filter-<field>``)."""
+    mi: MIOptions = field(default_factory=lambda: MIOptions(probe_seeds=16))
+    """The MI family (``baselines.algos.MIOptions``; flags ``--mi-<field>``); the learner turns the 16-seed probe on."""
     grad_buckets_every: int = 0
     """Every k iterations report task/entropy/KL gradient norms per reward-variance bucket; 0 = off."""
     grad_buckets: int = 6
@@ -150,33 +115,22 @@ class PPOConfig:
     two OpenMP threads spin at barriers when another process holds a core (measured 9× per decode step)."""
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "prompts_per_iteration", "max_new_tokens", "ppo_epochs", "minibatch_size",
-                     "micro_batch_size", "grad_buckets"):  # fmt: skip
+        super().__post_init__()
+        for name in ("iterations", "prompts_per_iteration", "ppo_epochs", "minibatch_size", "micro_batch_size",
+                     "grad_buckets"):  # fmt: skip
             check_range(name, getattr(self, name), 1, integer=True)
         check_range("samples_per_prompt", self.samples_per_prompt, 2, integer=True)
-        for name in ("mi_every", "grad_buckets_every", "checkpoint_every", "seed", "cpu_threads", "mi_probe_seeds"):
+        for name in ("grad_buckets_every", "checkpoint_every", "cpu_threads"):
             check_range(name, getattr(self, name), 0, integer=True)
-        check_range("mi_probe_samples", self.mi_probe_samples, 1, integer=True)
-        if self.mi_probe_seeds == 1:
-            raise ValueError("mi_probe_seeds must be 0 (no probe) or at least 2 (nothing to retrieve among one), got 1")
         for name in ("actor_lr", "critic_lr", "clip_low", "clip_high", "value_clip", "entropy_coef", "kl_coef",
-                     "max_grad_norm", "filter_value", "filter_eps", "adam_eps"):  # fmt: skip
+                     "max_grad_norm", "adam_eps"):  # fmt: skip
             check_range(name, getattr(self, name), 0.0)
         check_range("gamma", self.gamma, 0.0, 1.0)
         check_range("lam", self.lam, 0.0, 1.0)
-        check_range("temperature", self.temperature, 1e-6)
+        resolve_sections(self, "{}_")  # a config.json's sections arrive as mappings
         check_choice("advantage", self.advantage, ADVANTAGES)
         check_choice("kl_loss_type", self.kl_loss_type, KL_TYPES)
         check_choice("loss_agg_mode", self.loss_agg_mode, ("auto", *LOSS_AGGREGATIONS))
-        check_choice("filter_selection", self.filter_selection, ("spread", "random"))
-        if isinstance(self.mi_schemes, str):  # the command line's form: comma-separated names
-            self.mi_schemes = [name.strip() for name in self.mi_schemes.split(",") if name.strip()]
-        self.mi_schemes = list(self.mi_schemes)
-        for scheme in self.mi_schemes:
-            check_choice("mi_schemes", scheme, MI_SCHEMES)
-        check_choice("filter_mode", self.filter_mode, FILTER_MODES)
-        check_choice("filter_prob_mode", self.filter_prob_mode, ("linear", "softmax"))
-        check_choice("filter_spread", self.filter_spread, ("std", "var"))
         check_choice("generation_backend", self.generation_backend, ("transformers", "vllm"))
         check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16", AUTOCAST_DTYPE))
         from baselines.ppo.tracking import parse_report_to
@@ -198,12 +152,17 @@ class PPOConfig:
         """The config as JSON with sorted keys: what a run records in ``config.json`` and compares on resume."""
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
 
+    @property
+    def rollout(self) -> RolloutSpec:
+        """This run's rollout settings alone."""
+        return RolloutSpec(**{f.name: getattr(self, f.name) for f in dataclasses.fields(RolloutSpec)})
+
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> PPOConfig:
-        """Build from a dict, naming unknown fields with a "did you mean"."""
+    def from_dict(cls, values: Mapping[str, Any]) -> PPOConfig:
+        """Build from a dict (sections nested or as flat keys), naming unknown fields with a "did you mean"."""
         import difflib
 
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = {f.name for f in dataclasses.fields(cls)} | set(flat_names())
         for key in values:
             if key not in known:
                 hint = difflib.get_close_matches(key, known, n=1)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import gymnasium as gym
 
 import ragen_envs  # noqa: F401  (registers the ids)
+from baselines.algos.rollout import RolloutSpec
 from baselines.ppo.generation import sample_responses
 from harness.agents.base import Context, Generation
 from harness.episode import LiveEpisode, play_lockstep
@@ -87,10 +88,10 @@ class _Slot(LiveEpisode):
 
     __slots__ = ("episode", "prompt_text", "text", "ids", "eos_text", "prefix", "sampled")
 
-    def __init__(self, episode: Episode, env, env_kwargs: dict, config) -> None:
+    def __init__(self, episode: Episode, env, env_kwargs: dict, spec: RolloutSpec) -> None:
         super().__init__(
-            (episode.group, episode.sample), env, agent="policy", env_id=config.env_id, env_kwargs=env_kwargs,
-            seed=episode.env_seed, sample=episode.sample, context_turns=config.context_turns,
+            (episode.group, episode.sample), env, agent="policy", env_id=spec.env_id, env_kwargs=env_kwargs,
+            seed=episode.env_seed, sample=episode.sample, context_turns=spec.context_turns,
         )  # fmt: skip
         self.episode = episode
         episode.record = self.record
@@ -110,14 +111,8 @@ class TokenSampler:
     :meth:`after_turn` files the turn as a :class:`TurnSample`.
     """
 
-    def __init__(self, model, tokenizer, config, iteration: int, sampler: Callable | None = None) -> None:
-        self.model, self.tokenizer, self.config, self.iteration, self.sampler = (
-            model,
-            tokenizer,
-            config,
-            iteration,
-            sampler,
-        )
+    def __init__(self, model, tokenizer, spec: RolloutSpec, iteration: int, sampler: Callable | None = None) -> None:
+        self.model, self.tokenizer, self.spec, self.iteration, self.sampler = model, tokenizer, spec, iteration, sampler
 
     def prompt(self, slot: _Slot, context: Context) -> list[int]:
         """Turn k+1's prompt ids: appended to turn k's ids and response when the template text extends it."""
@@ -138,13 +133,11 @@ class TokenSampler:
 
     def generate(self, live: Sequence[_Slot]) -> list[Generation]:
         """One response per live episode (the text after the prefill, with its tokens' log-probs and entropies)."""
-        config = self.config
+        spec = self.spec
         contexts = [s.transcript.context() for s in live]
         prompts = [self.prompt(s, c) for s, c in zip(live, contexts, strict=True)]
         seeds = [
-            derive_seed(
-                "train-sample", config.seed, self.iteration, s.episode.group, s.episode.sample, s.transcript.turn
-            )
+            derive_seed("train-sample", spec.seed, self.iteration, s.episode.group, s.episode.sample, s.transcript.turn)
             for s in live
         ]
         outputs = [None] * len(live)
@@ -162,7 +155,7 @@ class TokenSampler:
                     live[i].prefix = None
                 decoded = sample_responses(
                     self.model, self.tokenizer, batch_prompts, batch_seeds,
-                    max_new_tokens=config.max_new_tokens, temperature=config.temperature, prefixes=prefixes,
+                    max_new_tokens=spec.max_new_tokens, temperature=spec.temperature, prefixes=prefixes,
                 )  # fmt: skip
             for i, out in zip(rows, decoded, strict=True):
                 outputs[i] = out
@@ -212,7 +205,7 @@ class TokenSampler:
 def collect_rollouts(
     model,
     tokenizer,
-    config,
+    spec: RolloutSpec,
     iteration: int,
     groups: list[int],
     sampler: Callable | None = None,
@@ -223,17 +216,16 @@ def collect_rollouts(
     ``sampler(prompts, seeds) -> list[Decoded]`` replaces the shared decoder over ``model`` (the vLLM engine
     passes its own), so every backend shares this loop, the prompts and the episode bookkeeping.
     ``env_seeds`` (one per group) replaces the run's own level schedule (:func:`env_seed_for`): the TRL and
-    verl adapters play the seeds their trainers' datasets name.
+    verl adapters play the seeds their trainers' datasets name. ``spec``: the learner's ``PPOConfig`` (a rollout
+    spec) or the TRL adapter's :class:`~baselines.algos.RolloutSpec`.
     """
-    kwargs = dict(config.env_kwargs)
-    if config.max_turns is not None:
-        kwargs["max_turns"] = config.max_turns
+    kwargs = spec.env_arguments()
     slots = []
     for index, group in enumerate(groups):
-        seed = env_seed_for(config.seed, iteration, group) if env_seeds is None else int(env_seeds[index])
-        for sample in range(config.samples_per_prompt):
-            slots.append(_Slot(Episode(group, sample, seed), gym.make(config.env_id, **kwargs), kwargs, config))
-    tokens = TokenSampler(model, tokenizer, config, iteration, sampler)
+        seed = env_seed_for(spec.seed, iteration, group) if env_seeds is None else int(env_seeds[index])
+        for sample in range(spec.samples_per_prompt):
+            slots.append(_Slot(Episode(group, sample, seed), gym.make(spec.env_id, **kwargs), kwargs, spec))
+    tokens = TokenSampler(model, tokenizer, spec, iteration, sampler)
     for _ in play_lockstep(slots, tokens.generate, after_turn=tokens.after_turn):
         pass
     return [slot.episode for slot in slots]

@@ -4,9 +4,10 @@ One iteration (``Trainer.iteration``):
   1. ``prompts_per_iteration`` groups × ``samples_per_prompt`` multi-turn rollouts, each group on one env seed;
   2. diagnostics on the *pre-filter* batch: success, return, token entropy, the MI family every ``mi_every``
      iterations, the SNR gradient buckets every ``grad_buckets_every`` iterations;
-  3. ``snr_filter.select_groups`` on the raw returns; whole groups are dropped here, before anything else is
-     computed; an empty selection skips the update (logged as ``rollout/empty_after_filter``). With
-     ``filter_selection="random"`` the same number of groups is kept, drawn at random (a control);
+  3. the SNR filter (``baselines.algos.filter.choose_groups``) on the raw returns; whole groups are dropped here,
+     before anything else is computed; an empty selection skips the update (logged as
+     ``rollout/empty_after_filter``). With ``filter.selection="random"`` the same number of groups is kept, drawn
+     at random (a control);
   4. old log-probs, values (critic, GAE, whitened over the kept batch) or group-relative advantages (GRPO,
      Dr.GRPO), optional reference log-probs for a KL loss; old log-probs are skipped when the update is one
      optimiser step on the whole batch (``ppo_epochs`` 1, every row in one minibatch): the loss then uses its
@@ -21,7 +22,6 @@ Biases (``baselines.ppo.tracking``); ``out_dir/checkpoint.safetensors`` (tensors
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import os
 import time
@@ -32,15 +32,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from baselines.algos.filter import choose_groups, filter_stats
+from baselines.algos.mi import mi_family
+from baselines.algos.returns import group_returns
 from baselines.ppo import batch as B
 from baselines.ppo import checkpoint
 from baselines.ppo import losses as L
 from baselines.ppo.config import PPOConfig
-from baselines.ppo.diagnostics import grad_norm_buckets, mi_family
+from baselines.ppo.diagnostics import grad_norm_buckets, probe_family
 from baselines.ppo.rollout import collect_rollouts
-from baselines.ppo.snr_filter import filter_stats, random_groups, select_groups
 from baselines.ppo.tracking import open_trackers, parse_report_to
-from harness.probe import probe_seeds
 from harness.seeding import derive_seed
 
 
@@ -268,25 +269,16 @@ class Trainer:
         return collect_rollouts(self.policy, self.tokenizer, self.config, iteration, groups)
 
     def probe(self, iteration: int) -> dict[str, float]:
-        """The fixed MI probe (``mi_probe_seeds``): its episodes rolled out with the current policy and scored
-        with the first-turn family, keyed ``probe_first_turn/*``, with the probe's success and token entropy.
-        Its sampling seeds are its own (tagged ``probe``), so the training rollouts are the same with or without it;
-        its episodes are never trained on."""
+        """The fixed MI probe (``mi.probe_seeds``) with the current policy (:func:`~baselines.ppo.diagnostics.probe_family`)."""
         cfg = self.config
-        kwargs = dict(cfg.env_kwargs)
-        if cfg.max_turns is not None:
-            kwargs["max_turns"] = cfg.max_turns
-        seeds = probe_seeds(cfg.env_id, kwargs, cfg.mi_probe_seeds)
-        settings = dataclasses.replace(cfg, samples_per_prompt=max(cfg.mi_probe_samples, 2))
-        tag = derive_seed("probe", iteration) % (2**31)
         sampler = self.engine.sample if self.engine is not None else None  # synced before this iteration's rollouts
-        episodes = collect_rollouts(self.policy, self.tokenizer, settings, tag, list(range(len(seeds))),
-                                    sampler=sampler, env_seeds=list(seeds))  # fmt: skip
-        episodes = [e for e in episodes if e.sample < cfg.mi_probe_samples]  # the config's floor of 2 samples
-        out = mi_family(self.policy, self.tokenizer, episodes, cfg, iteration, prefix="probe", schemes=["first_turn"])
-        out["probe/success"] = float(np.mean([e.success for e in episodes]))
-        out["probe/token_entropy"] = _mean_or_nan([h for e in episodes for t in e.turns for h in t.sample_entropies])
-        return out
+        return probe_family(self.policy, self.tokenizer, cfg.rollout, cfg.mi, iteration, sampler=sampler,
+                            model=cfg.model, threads=cfg.cpu_threads)  # fmt: skip
+
+    def _mi_family(self, episodes: list, iteration: int, **kwargs) -> dict[str, float]:
+        cfg = self.config
+        return mi_family(self.policy, self.tokenizer, episodes, cfg.rollout, cfg.mi, iteration, model=cfg.model,
+                         threads=cfg.cpu_threads, **kwargs)  # fmt: skip
 
     def iteration(self, iteration: int) -> dict[str, float]:
         """Roll out, filter the groups, update on the kept ones; returns the iteration's logged row."""
@@ -296,10 +288,9 @@ class Trainer:
         rollout_s = time.perf_counter() - start
         everyone = [e for part in self.dist.gather([(e.group, e.sample, e.episode_return, e.success) for e in local])
                     for e in part]  # fmt: skip
-        groups = sorted({g for g, *_ in everyone})
-        returns = np.zeros((len(groups), cfg.samples_per_prompt))
-        for g, s, ret, _ in everyone:
-            returns[groups.index(g), s] = ret
+        everyone.sort(key=lambda e: (e[0], e[1]))
+        groups, _, returns = group_returns([g for g, *_ in everyone], [r for _, _, r, _ in everyone],
+                                           [s for _, s, *_ in everyone])  # fmt: skip
         log: dict[str, float] = {
             "iteration": iteration,
             "rollout/success": float(np.mean([ok for *_, ok in everyone])),
@@ -311,21 +302,18 @@ class Trainer:
         }
         if self.engine is not None:  # the weight sync before these rollouts, and its probe's parity
             log.update(self.engine.last_sync)
-        if cfg.mi_every and iteration % cfg.mi_every == 0 and self.dist.main:
+        if cfg.mi.every and iteration % cfg.mi.every == 0 and self.dist.main:
             self.policy.eval()
             mi_start = time.perf_counter()
-            log.update(mi_family(self.policy, self.tokenizer, local, cfg, iteration))
-            if cfg.mi_probe_seeds:
+            log.update(self._mi_family(local, iteration))
+            if cfg.mi.probe_seeds:
                 log.update(self.probe(iteration))
             log["timing/mi_s"] = time.perf_counter() - mi_start
 
-        kept = select_groups(
-            returns, mode=cfg.filter_mode, value=cfg.filter_value, prob_mode=cfg.filter_prob_mode,
-            spread=cfg.filter_spread, include_zero=cfg.filter_include_zero, eps=cfg.filter_eps,
-        )  # fmt: skip
-        if cfg.filter_selection == "random":
-            drawn = np.random.default_rng(derive_seed("train-random-drop", cfg.seed, iteration))
-            kept = random_groups(len(groups), len(kept), drawn)
+        drawn = np.random.default_rng(
+            derive_seed("train-random-drop", cfg.seed, iteration)
+        )  # filter.selection="random"
+        kept = choose_groups(returns, cfg.filter, drawn)
         stats = filter_stats(returns, kept)
         log.update(stats.metrics())
 

@@ -2,8 +2,9 @@
 
 Every ``every`` optimiser steps (and at step 0, like the learner's ``mi_every``), on the episodes the rollout
 function just played (all of them: the SNR filter's choice does not matter here), the learner's diagnostics
-(:func:`baselines.ppo.diagnostics.mi_family`: the harness's shared cross-scorer and
-``harness.collapse.collapse_metrics``) run with the trainer's model. The hook is ``on_pre_optimizer_step``:
+(:func:`baselines.algos.mi.mi_family`: the harness's shared cross-scorer and
+``harness.collapse.collapse_metrics``) run with the trainer's model, with the learner's options
+(:class:`~baselines.algos.MIOptions`: samples, columns, schemes and the fixed probe). The hook is ``on_pre_optimizer_step``:
 after the backward pass, before the weights move, so the policy scored is the one that sampled the batch,
 as in the learner. Keys are ``collapse_first_turn/*`` and ``collapse_trajectory/*``, logged with the step's
 other metrics (so they reach TensorBoard and W&B through ``report_to``).
@@ -11,13 +12,14 @@ other metrics (so they reach TensorBoard and W&B through ``report_to``).
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from types import SimpleNamespace
 
 import numpy as np
 import torch
 
-from baselines.ppo.diagnostics import mi_family
+from baselines.algos.mi import MIOptions, mi_family
+from baselines.ppo.diagnostics import probe_family
 from baselines.trl.compat import require_trl
 from baselines.trl.rollout import EnvRollout
 from harness.seeding import derive_seed
@@ -27,36 +29,40 @@ from transformers import TrainerCallback  # noqa: E402
 
 
 class MICallback(TrainerCallback):
-    """``callbacks=[MICallback(rollout, every=5)]`` next to ``rollout_func=rollout``."""
+    """``callbacks=[MICallback(rollout, every=5)]`` next to ``rollout_func=rollout``: the options as
+    ``mi=MIOptions(...)`` or as its fields (``every=5, samples=64``); ``seed`` seeds the draws (with the step)."""
 
-    def __init__(self, rollout: EnvRollout, every: int = 5, samples: int = 64, seed: int = 0) -> None:
+    def __init__(self, rollout: EnvRollout, mi: MIOptions | None = None, *, seed: int = 0, **fields) -> None:
         if not isinstance(rollout, EnvRollout):
             raise ValueError("MICallback needs the EnvRollout passed as rollout_func (it reads the batch played)")
-        for name, value, low in (("every", every, 0), ("samples", samples, 2), ("seed", seed, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        self.rollout, self.every, self.samples, self.seed = rollout, every, samples, seed
+        self.mi = MIOptions.from_mapping({**dataclasses.asdict(mi or MIOptions()), **fields}, where="")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+        self.rollout, self.seed = rollout, seed
         self._scored_call = -1
         self.history: list[dict[str, float]] = []
 
     def on_pre_optimizer_step(self, args, state, control, model=None, processing_class=None, **kwargs):
         """Every ``every`` optimiser steps, log the MI family of the batch just played, scored by the policy."""
         batch, trainer = self.rollout.last, self.rollout.trainer
-        if not self.every or batch is None or batch.call == self._scored_call or state.global_step % self.every:
+        every = self.mi.every
+        if not every or batch is None or batch.call == self._scored_call or state.global_step % every:
             return
         self._scored_call = batch.call  # steps_per_generation > 1: one batch serves several steps, scored once
         if not state.is_world_process_zero:
             return
         policy = trainer.accelerator.unwrap_model(model if model is not None else trainer.model)
         tokenizer = processing_class if processing_class is not None else trainer.processing_class
-        config = SimpleNamespace(mi_samples=self.samples, temperature=float(trainer.temperature))
+        spec = self.rollout.settings(trainer, trainer.num_generations)
         rng = np.random.default_rng(derive_seed("train-mi", self.seed, state.global_step))
         was_training = policy.training
         policy.eval()
         start = time.perf_counter()
         try:
             with torch.no_grad():
-                values = mi_family(policy, tokenizer, batch.episodes, config, rng)
+                values = mi_family(policy, tokenizer, batch.episodes, spec, self.mi, rng)
+                if self.mi.probe_seeds:
+                    values.update(probe_family(policy, tokenizer, spec, self.mi, state.global_step))
         finally:
             policy.train(was_training)
         values["timing/mi_s"] = time.perf_counter() - start

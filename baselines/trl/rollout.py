@@ -20,23 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from baselines.algos.rollout import RolloutSpec
 from baselines.env_check import check_env, check_seed
 from baselines.ppo.rollout import Episode, collect_rollouts
 from harness.seeding import derive_seed
-
-
-@dataclass(frozen=True)
-class RolloutSettings:
-    """What :func:`collect_rollouts` reads from a config, filled from the adapter's arguments and the trainer."""
-
-    env_id: str
-    env_kwargs: dict[str, Any]
-    max_turns: int | None
-    max_new_tokens: int
-    temperature: float
-    samples_per_prompt: int
-    seed: int
-    context_turns: None = None  # one TRL row is one token sequence: the whole history stays in the prompt
 
 
 @dataclass
@@ -97,7 +84,7 @@ class EnvRollout:
     # TRL reads __name__ of functions it is handed in a few log lines
     __name__ = "ragen_env_rollout"
 
-    def settings(self, trainer, samples: int) -> RolloutSettings:
+    def settings(self, trainer, samples: int) -> RolloutSpec:
         """The rollout settings of ``trainer``'s arguments; raises ``ValueError`` for an option the adapter cannot
         honour."""
         args = trainer.args
@@ -116,8 +103,9 @@ class EnvRollout:
                 "answer there, no EOS follows it): set it False"
             )
         budget = self.max_new_tokens or args.max_completion_length
-        return RolloutSettings(
-            env_id=self.env_id, env_kwargs=self.env_kwargs, max_turns=None, max_new_tokens=int(budget),
+        # one TRL row is one token sequence: the whole history stays in the prompt (no context_turns window)
+        return RolloutSpec(
+            env_id=self.env_id, env_kwargs=self.env_kwargs, max_new_tokens=int(budget),
             temperature=float(trainer.temperature), samples_per_prompt=samples, seed=self.seed,
         )  # fmt: skip
 

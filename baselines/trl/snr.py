@@ -3,7 +3,7 @@
 TRL has no group-filter hook, so the subclass wraps the one place where a generation batch's rewards and loss
 masks meet (``_generate_and_score_completions``): the groups' raw returns (the weighted sum of the reward
 functions, gathered over processes, the quantity TRL's advantages are built from) go through
-``baselines.ppo.snr_filter.select_groups`` unchanged, and the rows of dropped groups get a zero loss mask, so
+``baselines.algos.filter.choose_groups`` unchanged (the learner's rule, random-drop control included), and the rows of dropped groups get a zero loss mask, so
 they add nothing to the loss nor to its token normaliser. The logged keys are the learner's
 (``rollout/filter_kept_ratio`` and the rest), so the two runs plot on one dashboard.
 
@@ -15,12 +15,14 @@ earlier steps move the weights, where the learner skips the update.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 
-from baselines.ppo.snr_filter import MODES, PROB_MODES, SPREADS, filter_stats, select_groups
+from baselines.algos.filter import FilterOptions, choose_groups, filter_stats
 from baselines.trl.compat import require_trl
-from ragen_envs.core import check_choice, check_range
+from harness.seeding import derive_seed
 
 require_trl()
 from trl import GRPOTrainer  # noqa: E402
@@ -31,30 +33,14 @@ TOKEN_NORMALISED_LOSSES = ("dapo", "bnpo", "cispo")
 
 
 class SNRFilterGRPOTrainer(GRPOTrainer):
-    """``GRPOTrainer`` plus ``filter_*`` arguments, the fields of ``PPOConfig`` and ``select_groups``
-    (``filter_mode="top_p"``, ``filter_value=0.9`` as in RAGEN-2; ``top_p`` with value ≥ 1 still drops zero-spread groups, as RAGEN's
-    rule does; keeping everything needs ``filter_include_zero=True`` too)."""
+    """``GRPOTrainer`` plus the SNR filter: ``filter=FilterOptions(...)`` (RAGEN-2's top-p 0.9 by default; ``top_p``
+    with value ≥ 1 still drops zero-spread groups, as RAGEN's rule does; keeping everything needs
+    ``include_zero=True`` too), or its fields as the learner's flat keywords (``filter_value=0.9``).
+    ``selection="random"`` keeps as many groups drawn at random, seeded by ``args.seed`` and the step."""
 
-    def __init__(
-        self,
-        *args,
-        filter_mode: str = "top_p",
-        filter_value: float = 0.9,
-        filter_prob_mode: str = "linear",
-        filter_spread: str = "std",
-        filter_include_zero: bool = False,
-        filter_eps: float = 0.01,
-        **kwargs,
-    ) -> None:
-        check_choice("filter_mode", filter_mode, MODES)
-        check_choice("filter_prob_mode", filter_prob_mode, PROB_MODES)
-        check_choice("filter_spread", filter_spread, SPREADS)
-        check_range("filter_value", filter_value, 0.0)
-        check_range("filter_eps", filter_eps, 0.0)
-        self.filter_options = dict(
-            mode=filter_mode, value=filter_value, prob_mode=filter_prob_mode, spread=filter_spread,
-            include_zero=bool(filter_include_zero), eps=filter_eps,
-        )  # fmt: skip
+    def __init__(self, *args, filter: FilterOptions | None = None, **kwargs) -> None:
+        fields = {key.removeprefix("filter_"): kwargs.pop(key) for key in list(kwargs) if key.startswith("filter_")}
+        self.filter = FilterOptions.from_mapping({**dataclasses.asdict(filter or FilterOptions()), **fields})
         super().__init__(*args, **kwargs)
         if self.loss_type not in TOKEN_NORMALISED_LOSSES:
             raise ValueError(
@@ -79,7 +65,8 @@ class SNRFilterGRPOTrainer(GRPOTrainer):
         weights = self.reward_weights.to(self._gathered_rewards.device).unsqueeze(0)
         returns = (self._gathered_rewards * weights).nansum(dim=1).view(-1, self.num_generations)
         returns = returns.double().cpu().numpy()  # (groups, samples)
-        kept = select_groups(returns, **self.filter_options)
+        drawn = np.random.default_rng(derive_seed("train-random-drop", self.args.seed, self.state.global_step))
+        kept = choose_groups(returns, self.filter, drawn)
         stats = filter_stats(returns, kept)
         keep_group = np.zeros(len(returns))
         keep_group[kept] = 1.0

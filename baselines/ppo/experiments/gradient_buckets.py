@@ -50,7 +50,7 @@ def measure(algorithm: str) -> dict:
     """The gradient norms per reward-std bucket of one algorithm in the setting above, as its data file's record."""
     import torch
 
-    from baselines.ppo.batch import returns_matrix
+    from baselines.algos.returns import episode_returns
     from baselines.ppo.config import PPOConfig
     from baselines.ppo.rollout import collect_rollouts
     from baselines.ppo.trainer import Trainer
@@ -71,10 +71,9 @@ def measure(algorithm: str) -> dict:
     else:
         config = PPOConfig.from_dict({**values, "prompts_per_iteration": GROUPS})
         trainer = Trainer(config)
-    groups = list(range(GROUPS))
     started = time.time()
-    episodes = collect_rollouts(trainer.policy, trainer.tokenizer, config, iteration, groups)
-    returns = returns_matrix(episodes, groups, config.samples_per_prompt)
+    episodes = collect_rollouts(trainer.policy, trainer.tokenizer, config, iteration, list(range(GROUPS)))
+    groups, returns = episode_returns(episodes)
     buckets = trainer.gradient_buckets(episodes, returns, groups)
     return {
         "algorithm": algorithm,

@@ -65,11 +65,11 @@ def harness_records(env_id: str, kwargs: dict) -> tuple[list[dict], object]:
 
 def learner_records(env_id: str, kwargs: dict) -> tuple[list[dict], object]:
     """The same probe through the learner's training-time path: its rollout loop on the shipped checkpoint, its
-    episode records and its policy scorer (:func:`baselines.ppo.diagnostics.policy_agent`)."""
+    episode records and its policy scorer (:func:`baselines.algos.mi.policy_agent`)."""
     import transformers
 
+    from baselines.algos.mi import episode_records, policy_agent
     from baselines.ppo.config import PPOConfig
-    from baselines.ppo.diagnostics import episode_records, policy_agent
     from baselines.ppo.rollout import collect_rollouts
     from harness.probe import probe_seeds
 
@@ -85,7 +85,7 @@ def learner_records(env_id: str, kwargs: dict) -> tuple[list[dict], object]:
         for turn, sample in zip(record["turns"], episode.turns, strict=True):
             turn["tokens"] = len(sample.sample_entropies)
             turn["entropy_sum"] = float(np.sum(sample.sample_entropies))
-    return records, policy_agent(policy, tokenizer, config)
+    return records, policy_agent(policy, tokenizer, config.temperature, model=config.model, threads=config.cpu_threads)
 
 
 def dosed_pairs(pairs, pool_texts: list[str], q: float, rng: np.random.Generator):

@@ -62,8 +62,8 @@ def test_training_time_mi_equals_the_harness_on_the_same_episodes(tmp_path):
     agent loaded from the same directory, on the same episodes and draws: one estimator, one set of samplers."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
+    from baselines.algos.mi import episode_records
     from baselines.ppo.config import PPOConfig
-    from baselines.ppo.diagnostics import episode_records
     from baselines.ppo.rollout import collect_rollouts
     from baselines.ppo.trainer import Trainer
     from harness.agents import AgentOptions, make_agent
@@ -81,7 +81,7 @@ def test_training_time_mi_equals_the_harness_on_the_same_episodes(tmp_path):
     records = episode_records(episodes, config)
     assert sum(bool(r["turns"][0]["reasoning"]) for r in records) >= 2, "the shipped model should reason"
     agent = make_agent(f"hf:{config.model}", AgentOptions(temperature=config.temperature, extra={"threads": 1}))
-    harness = collapse_for(agent, records, derive_seed("train-mi", config.seed, 0), config.mi_samples)
+    harness = collapse_for(agent, records, derive_seed("train-mi", config.seed, 0), config.mi.samples)
     compared = 0
     for scheme, metrics in harness.items():
         assert not isinstance(metrics, str), metrics
@@ -104,9 +104,8 @@ def test_the_learners_records_rebuild_each_turns_chat_exactly(window):
     """The learner's episodes become harness records storing turn deltas; the chat the MI family rebuilds from
     them is the context the learner sampled under, whatever the window."""
     pytest.importorskip("torch")
-    from types import SimpleNamespace
-
-    from baselines.ppo.diagnostics import episode_records
+    from baselines.algos.mi import episode_records
+    from baselines.algos.rollout import RolloutSpec
     from baselines.ppo.rollout import Episode, TurnSample
     from harness.transcript import build_context, record_messages, user_message
 
@@ -118,7 +117,7 @@ def test_the_learners_records_rebuild_each_turns_chat_exactly(window):
         episode.turns.append(TurnSample(0, 1, turn, context, [], [], [], [], response, reward=0.5))
         exchanges.append((current, {"role": "assistant", "content": response}))
         current = user_message(turn + 1, f"s{turn + 1}", 0.5)
-    config = SimpleNamespace(env_id="ragen/Bandit-v0", context_turns=window)
+    config = RolloutSpec(env_id="ragen/Bandit-v0", context_turns=window)
     [record] = episode_records([episode], config)
     assert [record_messages(record, i) for i in range(3)] == [t.context.messages for t in episode.turns]
     assert [t["reasoning"] for t in record["turns"]] == ["r1", "r2", "r3"]

@@ -289,7 +289,7 @@ def test_loss_aggregation_defaults_are_ragens_per_algorithm(tiny_model_dir, tmp_
     assert small_config(tiny_model_dir, tmp_path, advantage="drgrpo").aggregation == "seq-mean-token-sum"
     chosen = small_config(tiny_model_dir, tmp_path, advantage="grpo", loss_agg_mode="token-mean")
     assert chosen.aggregation == "token-mean" and chosen.kl_loss_type == "kl" and chosen.whiten_advantages
-    assert small_config(tiny_model_dir, tmp_path, mi_schemes="first_turn").mi_schemes == ["first_turn"]
+    assert small_config(tiny_model_dir, tmp_path, mi_schemes="first_turn").mi.schemes == ("first_turn",)
     for field, bad in (("loss_agg_mode", "seq-mean"), ("kl_loss_type", "k3"), ("filter_selection", "rand"),
                        ("mi_schemes", ["first"])):  # fmt: skip
         with pytest.raises(ValueError, match=field):
@@ -413,7 +413,7 @@ def test_train_help_shows_defaults_and_ranges_and_ls_lists_the_train_presets(cap
 def test_the_tool_format_reaches_the_learners_rollouts_and_its_mi_records(tiny_model_dir, tmp_path):
     import gymnasium as gym
 
-    from baselines.ppo.diagnostics import episode_records
+    from baselines.algos.mi import episode_records
     from ragen_envs.parsing import reasoning_of
 
     cfg = small_config(tiny_model_dir, tmp_path, env_kwargs={"max_turns": 2, "response_format": "tool"}, iterations=1)

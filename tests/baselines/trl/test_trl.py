@@ -11,7 +11,7 @@ from tests.helpers.paths import TINY_MODEL
 pytest.importorskip("trl", reason="needs the trl extra: pip install 'ragen-envs[trl]'")
 torch = pytest.importorskip("torch")
 
-from baselines.ppo.snr_filter import select_groups  # noqa: E402
+from baselines.algos.filter import select_groups  # noqa: E402
 from baselines.trl import EnvRollout, MICallback, SNRFilterGRPOTrainer, episode_return, make_dataset  # noqa: E402
 from baselines.trl.compat import require_trl  # noqa: E402
 
@@ -229,7 +229,7 @@ def test_the_tool_format_passes_through_the_rollout(tmp_path):
     assert "<tools>" in trainer.processing_class.decode(out["prompt_ids"][0])
     assert all(e.turns[0].context.prefill == "" for e in rollout.last.episodes)  # no <think> prefill
     # the MI callback's records read Z with the tool format's rule
-    from baselines.ppo.diagnostics import episode_records
+    from baselines.algos.mi import episode_records
 
     records = episode_records(rollout.last.episodes, rollout.settings(trainer, 2))
     assert all(t["reasoning"] == reasoning_of(t["response"], "tool") for r in records for t in r["turns"])

@@ -92,10 +92,10 @@ def test_the_plan_runs_whole_seed_blocks_and_reuses_the_identical_stage0_run():
     assert M.reused_from(M.Run(1, "no_filter", 0.05, 0), 0.05) == M.Run(0, "no_filter", 0.05, 0)
     assert M.reused_from(M.Run(1, "filter", 0.05, 0), 0.05) is None
     config = M.Run(1, "random_drop", 0.05, 3).config(M.SCRATCH / "x")
-    assert config.filter_selection == "random" and config.entropy_coef == 0.05 and config.seed == 3
-    assert config.aggregation == "seq-mean-token-mean" and config.mi_samples == 64
+    assert config.filter.selection == "random" and config.entropy_coef == 0.05 and config.seed == 3
+    assert config.aggregation == "seq-mean-token-mean" and config.mi.samples == 64
     nofilter = M.Run(1, "no_filter", 0.0, 0).config(M.SCRATCH / "y")
-    assert nofilter.filter_value == 1.0 and nofilter.filter_include_zero
+    assert nofilter.filter.value == 1.0 and nofilter.filter.include_zero
 
 
 @pytest.mark.slow

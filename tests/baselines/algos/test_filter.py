@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from baselines.ppo.snr_filter import filter_stats, group_spread, random_groups, select_groups
+from baselines.algos.filter import filter_stats, group_spread, random_groups, select_groups
 
 
 def returns_with_std(stds):
