@@ -286,7 +286,7 @@ def test_fit_hook_scores_mi_filters_in_place_and_sizes_the_update(config, tiny, 
     assert calls and metrics["collapse_first_turn/num_pairs"] > 0 and "collapse_trajectory/mi_estimate" in metrics
     assert metrics["collapse_first_turn/num_pairs"] == 4  # scored on the pre-filter batch (6 episodes, 4 drawn)
     returns = np.array([[0, 1], [1, 1], [0, 3.0]])
-    kept = select_groups(returns, **trainer.ragen.select_options())
+    kept = select_groups(returns, trainer.ragen.filter)
     assert sorted(set(batch.non_tensor_batch["uid"])) == sorted(f"u{g}" for g in kept) == ["u0", "u2"]
     assert len(batch) == 4 and metrics["rollout/filter_kept_ratio"] == pytest.approx(2 / 3)
     assert "global_seqlen/min" in metrics  # verl's own balancing then ran on the kept rows
