@@ -3,11 +3,13 @@
 Nothing here imports a verl trainer: the legacy DataProto trainer (:mod:`baselines.verl.trainer`) and the v1
 replay-buffer sampler (:mod:`baselines.verl.sampler`) both call it.
 
-- **Options** (:class:`RagenOptions`): the ``ragen`` config section, or the RAGEN-2 authors' upstream-port keys
+- **Options** (:class:`RagenOptions`): the ``ragen`` config section (the learner's ``FilterOptions`` and
+  ``MIOptions``, plus verl's own keys), or the RAGEN-2 authors' upstream-port keys
   ``algorithm.reward_variance_filtering.*`` (:func:`upstream_filter`), mapped onto the same rule.
 - **Groups**: verl's ``uid`` is a group (the ``rollout.n`` samples of one env seed); a sample's return is its
   ``rm_scores`` summed over the response (the agent loop's episode return, format penalties included).
-- **Selection**: ``baselines.ppo.snr_filter.select_groups``, unchanged (the learner's and TRL's rule).
+- **Selection**: ``baselines.algos.filter.choose_groups``, unchanged (the learner's and TRL's rule, its
+  random-drop control included).
 - **Applying it**: ``trim`` removes the dropped groups' rows; ``mask`` keeps every row (shapes unchanged) and
   zeroes the dropped rows' response mask, so they add no loss token, as the upstream ports do.
 - **Log**: the learner's ``rollout/filter_*`` keys, and ``ragen/prefilter/*`` (:func:`prefilter_metrics`): verl's
@@ -25,8 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from baselines.ppo.snr_filter import MODES, PROB_MODES, SPREADS, filter_stats, group_spread, select_groups
-from harness.mi import SCHEMES
+from baselines.algos.filter import FilterOptions, choose_groups, filter_stats, group_spread
+from baselines.algos.mi import MIOptions
+from baselines.algos.returns import group_returns
+from baselines.algos.sections import accepts_flat_keys, resolve_sections
+from harness.seeding import derive_seed
 from ragen_envs.core import check_choice, check_range
 
 APPLY = ("trim", "mask")
@@ -37,57 +42,49 @@ UPSTREAM_STRATEGIES = ("top_p", "top_k")
 
 
 # ---- options ---------------------------------------------------------------------------------------------
+VERL_KEYS = {"filter": ("enable", "apply", "stop_after_empty", "seed"), "mi": ("seed", "pairs_per_call")}
+"""The ``ragen`` keys that are verl's own (:class:`RagenOptions`' ``<section>_<key>`` fields); every other key of a
+section is a field of the options all trainers share (``FilterOptions``, ``MIOptions``)."""
+
+
+@accepts_flat_keys
 @dataclass(frozen=True)
 class RagenOptions:
-    """The ``ragen`` section of the config (``baselines/verl/config/ragen_ppo.yaml``)."""
+    """The ``ragen`` section of the config (``baselines/verl/config/ragen_ppo.yaml``): the learner's filter and MI
+    options (``ragen.filter.*``, ``ragen.mi.*``) plus the keys of :data:`VERL_KEYS`."""
 
+    filter: FilterOptions = field(default_factory=FilterOptions)
+    """The SNR filter (``baselines.algos.FilterOptions``), the random-drop control (``selection: random``)
+    included. ``spread: std`` is RAGEN's own trainer, ``var`` the upstream ports'."""
+    mi: MIOptions = field(default_factory=MIOptions)
+    """The MI family (``baselines.algos.MIOptions``), on the legacy trainer; the fixed probe plays seeds outside the
+    batch, which neither verl trainer does (``probe_seeds`` stays 0)."""
     filter_enable: bool = True
     """Apply the SNR filter (off: every group trains, MI still logged)."""
-    filter_mode: str = "top_p"
-    """``select_groups``'s ``mode``: ``top_p``, ``top_k``, ``top_k_abs``, ``min_p``."""
-    filter_value: float = 0.9
-    """``select_groups``'s ``value`` (RAGEN-2: top-p 0.9)."""
-    filter_prob_mode: str = "linear"
-    """``linear`` or ``softmax`` top-p."""
-    filter_spread: str = "std"
-    """Group spread: ``std`` (ddof 1, RAGEN's own trainer) or ``var`` (the upstream ports)."""
-    filter_include_zero: bool = False
-    """Keep zero-spread groups as candidates."""
-    filter_eps: float = 0.01
-    """Top-p slack."""
     filter_apply: str | None = None
     """``trim`` or ``mask``; None: ``trim``, or ``mask`` when the upstream keys set the rule (as their ports do)."""
     filter_stop_after_empty: int = 5
     """Stop training after this many consecutive steps with an empty selection (RAGEN: 5); 0 never stops."""
-    mi_every: int = 5
-    """MI family every k training steps (and at step 1); 0 disables."""
-    mi_samples: int = 64
-    """Pairs drawn per MI scheme (the harness's ``mi_samples``)."""
-    mi_columns: int | None = None
-    """Score each row under this many columns instead of all (the harness's ``mi_columns``); None: all."""
-    mi_schemes: tuple[str, ...] = SCHEMES
-    """``first_turn`` and/or ``trajectory``."""
+    filter_seed: int = 0
+    """Seeds the random-drop control's draws (with the step)."""
     mi_seed: int = 0
     """Seeds the MI draws (with the step)."""
     mi_pairs_per_call: int = 256
     """Pairs per ``compute_log_prob`` call (bounds the actor's memory)."""
 
     def __post_init__(self) -> None:
-        check_choice("ragen.filter.mode", self.filter_mode, MODES)
-        check_choice("ragen.filter.prob_mode", self.filter_prob_mode, PROB_MODES)
-        check_choice("ragen.filter.spread", self.filter_spread, SPREADS)
+        resolve_sections(self, "ragen.{}.")
         check_choice("ragen.filter.apply", self.filter_apply, (*APPLY, None))
-        check_range("ragen.filter.value", self.filter_value, 0.0)
-        check_range("ragen.filter.eps", self.filter_eps, 0.0)
-        for name, value, low in (("mi.every", self.mi_every, 0), ("mi.samples", self.mi_samples, 0),
-                                 ("mi.seed", self.mi_seed, 0), ("mi.pairs_per_call", self.mi_pairs_per_call, 1),
+        for name, value, low in (("mi.seed", self.mi_seed, 0), ("mi.pairs_per_call", self.mi_pairs_per_call, 1),
+                                 ("filter.seed", self.filter_seed, 0),
                                  ("filter.stop_after_empty", self.filter_stop_after_empty, 0)):  # fmt: skip
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"ragen.{name} must be an integer >= {low}, got {value!r}")
-        if self.mi_columns is not None and (not isinstance(self.mi_columns, int) or self.mi_columns < 2):
-            raise ValueError(f"ragen.mi.columns must be null or an integer >= 2, got {self.mi_columns!r}")
-        for scheme in self.mi_schemes:
-            check_choice("ragen.mi.schemes", scheme, SCHEMES)
+        if self.mi.probe_seeds:
+            raise ValueError(
+                f"ragen.mi.probe_seeds must be 0 with verl, got {self.mi.probe_seeds}: the probe rolls out its own "
+                "seeds outside the batch (the learner and the TRL adapter do)"
+            )
 
     @property
     def apply(self) -> str:
@@ -103,39 +100,41 @@ class RagenOptions:
         if unknown:
             raise ValueError(f"unknown key ragen.{unknown[0]}; allowed: filter, mi")
         out: dict[str, Any] = {}
-        for group in ("filter", "mi"):
-            values = dict(section.get(group) or {})
-            for key, value in values.items():
-                name = f"{group}_{key}"
-                if name not in cls.__dataclass_fields__:
-                    known = sorted(k.split("_", 1)[1] for k in cls.__dataclass_fields__ if k.startswith(group))
-                    raise ValueError(f"unknown key ragen.{group}.{key}; allowed: {', '.join(known)}")
-                out[name] = tuple(value) if name == "mi_schemes" else value
+        for group, kind in (("filter", FilterOptions), ("mi", MIOptions)):
+            known = [f.name for f in fields(kind)] + list(VERL_KEYS[group])
+            shared: dict[str, Any] = {}
+            for key, value in dict(section.get(group) or {}).items():
+                if key not in known:
+                    raise ValueError(f"unknown key ragen.{group}.{key}; allowed: {', '.join(sorted(known))}")
+                if key in VERL_KEYS[group]:
+                    out[f"{group}_{key}"] = value
+                else:
+                    shared[key] = tuple(value) if key == "schemes" else value
+            try:
+                out[group] = kind(**shared)
+            except ValueError as error:  # the shared options name a field by its flag: say the config key
+                raise ValueError(f"ragen.{group}.{str(error).removeprefix(group + '_')}") from None
         options = cls(**out)
         if upstream is None:
             return options
         rule = upstream_filter(upstream)
-        clashing = [f.name for f in fields(cls) if f.name in rule and f.name != "filter_enable"
-                    and getattr(options, f.name) != f.default]  # fmt: skip
+        clashing = [name for name, value in rule.items() if name != "enable"
+                    and getattr(options.filter, name) != getattr(FilterOptions(), name)]  # fmt: skip
         if clashing:
-            key = clashing[0].split("_", 1)[1]
+            key = clashing[0]
             raise ValueError(
                 f"ragen.filter.{key} is set and so is algorithm.reward_variance_filtering: set the filter rule in one "
                 f"place (drop ragen.filter.{key}, or the algorithm.reward_variance_filtering section)"
             )
-        if options.filter_apply is None:
-            rule["filter_apply"] = "mask"  # what the upstream ports do with dropped groups
-        return replace(options, **rule)
-
-    def select_options(self) -> dict[str, Any]:
-        """The keyword arguments of ``select_groups``."""
-        return dict(mode=self.filter_mode, value=self.filter_value, prob_mode=self.filter_prob_mode,
-                    spread=self.filter_spread, include_zero=self.filter_include_zero, eps=self.filter_eps)  # fmt: skip
+        enable = rule.pop("enable")
+        # what the upstream ports do with dropped groups: mask them
+        return replace(options, filter=replace(options.filter, **rule), filter_enable=enable,
+                       filter_apply=options.filter_apply or "mask")  # fmt: skip
 
 
 def upstream_filter(section: Any) -> dict[str, Any]:
     """``algorithm.reward_variance_filtering.{enable, strategy, top_p, top_k, include_zero, variance_ddof,
-    selection_eps}`` (the upstream ports' names and defaults) as :class:`RagenOptions` filter fields.
+    selection_eps}`` (the upstream ports' names and defaults) as ``enable`` and :class:`FilterOptions` fields.
 
     ``strategy: top_p`` is ``select_groups``' linear top-p on the sample variance (``spread: var``), with
     ``selection_eps`` as its slack; ``strategy: top_k`` keeps the ``top_k`` highest-variance groups
@@ -160,13 +159,13 @@ def upstream_filter(section: Any) -> dict[str, Any]:
             f"algorithm.reward_variance_filtering.variance_ddof must be 1 (the sample variance), got {ddof!r}"
         )
     return {
-        "filter_enable": bool(values.get("enable", False)),
-        "filter_mode": "top_p" if strategy == "top_p" else "top_k_abs",
-        "filter_value": float(top_p) if strategy == "top_p" else float(top_k),
-        "filter_prob_mode": "linear",
-        "filter_spread": "var",
-        "filter_include_zero": bool(values.get("include_zero", False)),
-        "filter_eps": float(eps),
+        "enable": bool(values.get("enable", False)),
+        "mode": "top_p" if strategy == "top_p" else "top_k_abs",
+        "value": float(top_p) if strategy == "top_p" else float(top_k),
+        "prob_mode": "linear",
+        "spread": "var",
+        "include_zero": bool(values.get("include_zero", False)),
+        "eps": float(eps),
     }
 
 
@@ -193,16 +192,11 @@ def check_filter_config(config: Any) -> None:
 # ---- groups and selection ----------------------------------------------------------------------------------
 def groups_of(uids: Sequence[Any], per_row: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
     """The groups of a batch: their uids (first-seen order), row indices and per-row values, both
-    ``(groups, samples)``."""
-    rows: dict[str, list[int]] = {}
-    for index, uid in enumerate(uids):
-        rows.setdefault(str(uid), []).append(index)
-    sizes = {len(r) for r in rows.values()}
-    if len(sizes) > 1:
-        raise ValueError(f"groups of unequal size in the batch ({sorted(sizes)}): the SNR filter needs rollout.n each")
-    order = list(rows)
-    row_matrix = np.array([rows[uid] for uid in order], dtype=np.int64).reshape(len(order), -1)
-    return order, row_matrix, np.asarray(per_row, dtype=np.float64)[row_matrix]
+    ``(groups, samples)`` (``baselines.algos.group_returns``)."""
+    try:
+        return group_returns([str(uid) for uid in uids], per_row)
+    except ValueError as error:
+        raise ValueError(f"{error}: the SNR filter needs rollout.n rows per uid") from None
 
 
 def update_plan(num_groups: int, mini_batch_groups: int, samples: int, dp_size: int,
@@ -229,11 +223,13 @@ def update_plan(num_groups: int, mini_batch_groups: int, samples: int, dp_size: 
     return kept, kept
 
 
-def select(returns: np.ndarray, options: RagenOptions) -> np.ndarray:
-    """The kept groups (ascending): ``select_groups`` with the options, or every group when the filter is off."""
+def select(returns: np.ndarray, options: RagenOptions, step: int = 0) -> np.ndarray:
+    """The kept groups (ascending): the learner's rule (``choose_groups``: ``select_groups``, or the random-drop
+    control drawn by ``ragen.filter.seed`` and ``step``), or every group when the filter is off."""
     if not options.filter_enable:
         return np.arange(len(returns))
-    return select_groups(returns, **options.select_options())
+    drawn = np.random.default_rng(derive_seed("train-random-drop", options.filter_seed, int(step)))
+    return choose_groups(returns, options.filter, drawn)
 
 
 def trim_to(kept: np.ndarray, count: int, returns: np.ndarray, spread: str) -> np.ndarray:

@@ -8,7 +8,8 @@ to this class. Per training step, in ``sample``:
 1. verl's own sync sampling waits for ``train_batch_size`` finished groups (verl's ``uid``: the ``rollout.n``
    episodes of one env seed) and takes them;
 2. their episode returns (``rm_scores`` summed; for a loop that writes several outputs per episode, the last
-   one's) go through ``baselines.ppo.snr_filter.select_groups`` unchanged, as on the legacy trainer;
+   one's) go through ``baselines.algos.filter.choose_groups`` unchanged (random-drop control included), as on
+   the legacy trainer;
 3. ``apply: trim``: the dropped groups are cleared from TransferQueue and the batch holds the kept groups only;
    verl's v1 ``_balance_batch`` then pads it with no-op rows to a multiple of the mini-batch and data-parallel
    sizes, so, unlike the legacy trainer, no kept group is trimmed away. ``apply: mask``: every trajectory stays
@@ -80,7 +81,7 @@ class RagenReplayBuffer(ReplayBuffer):
         while True:
             batch, evictions = super().sample(global_steps, partition_id, batch_size)
             _accumulate_eviction_metrics(metrics, evictions, 0)
-            kept, dropped, plan_metrics = self.plan(batch)
+            kept, dropped, plan_metrics = self.plan(batch, global_steps)
             metrics.update(plan_metrics)
             metrics.update(self.streak.record(not kept))
             if kept:
@@ -93,8 +94,9 @@ class RagenReplayBuffer(ReplayBuffer):
         metrics["ragen/filter/regenerated_batches"] = float(regenerated)
         return self.apply(batch, dropped), metrics
 
-    def plan(self, batch: KVBatchMeta) -> tuple[set[str], set[str], dict[str, float]]:
-        """(kept uids, dropped uids, metrics) for a sampled batch, from its trajectories in TransferQueue."""
+    def plan(self, batch: KVBatchMeta, step: int = 0) -> tuple[set[str], set[str], dict[str, float]]:
+        """(kept uids, dropped uids, metrics) for a sampled batch, from its trajectories in TransferQueue (``step``
+        seeds the random-drop control's draw)."""
         data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
                                select_fields=["rm_scores", "extra_fields"])  # fmt: skip
         final: dict[str, tuple[int, int]] = {}  # "{uid}_{session}" -> (output index, row): an episode's last output
@@ -108,7 +110,7 @@ class RagenReplayBuffer(ReplayBuffer):
         per_row = np.array([float(scores[row].float().sum()) for row in rows])
         uids = [batch.keys[row].rsplit("_", 2)[0] for row in rows]
         order, _, returns = groups_of(uids, per_row)
-        selected = select(returns, self.options)
+        selected = select(returns, self.options, step)
         metrics = selection_metrics(returns, selected, selected)
         info = [(extras[row] or {}).get("reward_extra_info") if isinstance(extras[row], dict) else None for row in rows]
         metrics.update(prefilter_metrics(returns, success_column(info)))

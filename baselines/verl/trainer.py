@@ -14,7 +14,8 @@ training step:
    through verl's own old-log-prob path (``_compute_old_log_prob`` → the actor workers' ``compute_log_prob``),
    with the weights that sampled the batch;
 2. the groups (verl's ``uid``: the ``rollout.n`` samples of one env seed) and their raw episode returns go
-   through ``baselines.ppo.snr_filter.select_groups`` unchanged (the learner's and the TRL adapter's rule);
+   through ``baselines.algos.filter.choose_groups`` unchanged (the learner's and the TRL adapter's rule, with its
+   random-drop control: ``ragen.filter.selection: random``);
 3. ``ragen.filter.apply: trim``: the kept groups are trimmed to what the actor update can split
    (:func:`update_plan`): a multiple of ``ppo_mini_batch_size`` groups (or, below one mini-batch, of the
    data-parallel unit; with ``use_prefix_grouper``, of the data-parallel size), dropping the lowest-spread kept
@@ -47,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from baselines.ppo.diagnostics import family_log
+from baselines.algos.mi import family_log
 from baselines.verl.compat import require_verl
 from baselines.verl.filtering import (
     EmptyStreak,
@@ -112,16 +113,17 @@ class FilterResult:
 
 def snr_filter(
     batch: DataProto, options: RagenOptions, *, mini_batch_groups: int, dp_size: int = 1,
-    whole_groups_per_rank: bool = False,
+    whole_groups_per_rank: bool = False, step: int = 0,
 ) -> FilterResult:  # fmt: skip
-    """Select the batch's groups with ``select_groups`` (unchanged); ``trim``: cut them to an update verl can
-    run (:func:`update_plan`), ``mask``: keep the batch's shape and list the dropped rows."""
+    """Select the batch's groups with the learner's rule (:func:`~baselines.verl.filtering.select`, ``step``
+    seeding the random-drop control); ``trim``: cut them to an update verl can run (:func:`update_plan`),
+    ``mask``: keep the batch's shape and list the dropped rows."""
     uids, rows, returns = group_returns(batch)
-    selected = select(returns, options)
+    selected = select(returns, options, step)
     if options.apply == "trim":
         count, mini_batch = update_plan(len(selected), mini_batch_groups, returns.shape[1], dp_size,
                                         whole_groups_per_rank)  # fmt: skip
-        kept = trim_to(selected, count, returns, options.filter_spread)
+        kept = trim_to(selected, count, returns, options.filter.spread)
     else:
         kept, mini_batch = selected, mini_batch_groups
     metrics = selection_metrics(returns, selected, kept)
@@ -241,9 +243,9 @@ def mi_metrics(batch: DataProto, scorer, options: RagenOptions, step: int) -> di
     """The MI family of the batch's episodes with ``scorer`` (``harness.mi.collapse_for``), keyed as the
     learner logs it; the draws are seeded by ``ragen.mi.seed`` and the step."""
     records = episode_records(batch)
-    schemes = list(options.mi_schemes)
+    schemes = list(options.mi.schemes)
     run_seed = derive_seed("train-mi", options.mi_seed, int(step))
-    results = collapse_for(scorer, records, run_seed, options.mi_samples, options.mi_columns, schemes=schemes)
+    results = collapse_for(scorer, records, run_seed, options.mi.samples, options.mi.columns, schemes=schemes)
     return family_log(results, records, schemes)
 
 
@@ -278,13 +280,14 @@ class RagenPPOTrainer(RayPPOTrainer):
         """MI on the pre-filter batch (every ``mi.every`` steps), then the filter, in place; raises
         :class:`FilterStop` after ``filter.stop_after_empty`` empty selections in a row."""
         step = int(getattr(self, "global_steps", 0))
-        every = self.ragen.mi_every
-        if every and self.ragen.mi_samples and (step - 1) % every == 0:
+        every = self.ragen.mi.every
+        if every and self.ragen.mi.samples and (step - 1) % every == 0:
             start = time.perf_counter()
             metrics.update(mi_metrics(batch, self.actor_scorer(), self.ragen, step))
             metrics["timing_s/mi"] = time.perf_counter() - start
         plan = snr_filter(batch, self.ragen, mini_batch_groups=self._mini_batch_groups(),
-                          dp_size=self._actor_dp_size(), whole_groups_per_rank=self._prefix_grouper())  # fmt: skip
+                          dp_size=self._actor_dp_size(), whole_groups_per_rank=self._prefix_grouper(),
+                          step=step)  # fmt: skip
         metrics.update(plan.metrics)
         self._ragen_plan = plan
         metrics.update(self._ragen_streak.record(plan.empty))

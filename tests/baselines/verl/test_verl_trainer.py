@@ -4,7 +4,7 @@ Runs in the verl venv (``bash scripts/install-verl.sh``); skipped elsewhere. ver
 the actor's ``compute_log_prob`` is stood in for by the tiny model scoring the same pair DataProto.
 """
 
-from types import SimpleNamespace
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,8 +18,8 @@ import gymnasium as gym  # noqa: E402
 from verl import DataProto  # noqa: E402
 
 import ragen_envs  # noqa: E402, F401
-from baselines.ppo.diagnostics import family_log, policy_agent  # noqa: E402
-from baselines.ppo.snr_filter import filter_stats, select_groups  # noqa: E402
+from baselines.algos.filter import filter_stats, random_groups, select_groups  # noqa: E402
+from baselines.algos.mi import family_log, policy_agent  # noqa: E402
 from baselines.verl.filtering import EmptyStreak, upstream_filter  # noqa: E402
 from baselines.verl.trainer import (  # noqa: E402
     ActorScorer,
@@ -68,7 +68,7 @@ def test_the_filter_keeps_the_groups_select_groups_picks(value):
     batch = generated_batch(RETURNS)
     options = RagenOptions(filter_value=value)
     plan = snr_filter(batch, options, mini_batch_groups=1)
-    expected = select_groups(RETURNS, **options.select_options())
+    expected = select_groups(RETURNS, options.filter)
     assert len(expected) and len(expected) < len(RETURNS) - 1 or value == 1.0
     kept_uids = sorted({batch.non_tensor_batch["uid"][r] for r in plan.rows})
     assert kept_uids == sorted(f"u{g}" for g in expected)
@@ -79,6 +79,21 @@ def test_the_filter_keeps_the_groups_select_groups_picks(value):
     assert plan.metrics["rollout/in_group_reward_std"] == pytest.approx(stats.mean_in_group_std)
     assert plan.metrics["rollout/chosen_in_group_reward_std"] == pytest.approx(stats.mean_kept_in_group_std)
     assert plan.metrics["rollout/empty_after_filter"] == 0 and plan.metrics["rollout/filter_trimmed_count"] == 0
+
+
+def test_the_random_drop_control_keeps_the_rules_count_drawn_by_seed_and_step():
+    options = RagenOptions.from_config({"filter": {"selection": "random", "seed": 4}})
+    count = len(select_groups(RETURNS, replace(options.filter, selection="spread")))
+    draws = []
+    for step in (1, 2, 3):
+        batch = generated_batch(RETURNS)
+        plan = snr_filter(batch, options, mini_batch_groups=1, step=step)
+        uids = {batch.non_tensor_batch["uid"][r] for r in plan.rows}
+        order = list(dict.fromkeys(batch.non_tensor_batch["uid"].tolist()))  # the groups, first seen first
+        drawn = random_groups(len(RETURNS), count, np.random.default_rng(derive_seed("train-random-drop", 4, step)))
+        assert uids == {order[g] for g in drawn} and plan.metrics["rollout/filter_kept_count"] == count
+        draws.append(uids)
+    assert 0 < count < len(RETURNS) and len({frozenset(d) for d in draws}) > 1  # a fresh draw each step
 
 
 def test_the_kept_groups_are_trimmed_to_whole_mini_batches_by_spread():
@@ -197,13 +212,30 @@ def test_actor_scored_mi_equals_the_harness_family(tiny, mi_batch):
                          batch_multiple=4)  # fmt: skip
     ours = mi_metrics(mi_batch, scorer, options, step=11)
     assert calls and all(n % 4 == 0 and n <= 8 for n in calls)  # chunked and padded to the dp multiple
-    agent = policy_agent(model, tokenizer, SimpleNamespace(temperature=1.0, model=MODEL, cpu_threads=1))
+    agent = policy_agent(model, tokenizer, 1.0, model=MODEL, threads=1)
     run_seed = derive_seed("train-mi", 3, 11)
     theirs = family_log(collapse_for(agent, records, run_seed, 6), records, ["first_turn", "trajectory"])
     assert ours.keys() == theirs.keys() and "collapse_trajectory/mi_estimate" in ours
     assert "collapse_first_turn/retrieval_accuracy_itt" in ours
     for key in theirs:
         assert ours[key] == pytest.approx(theirs[key], rel=1e-4, abs=1e-4), key
+
+
+def test_mi_column_sampling_reaches_the_actor_scored_family(tiny, mi_batch):
+    """``ragen.mi.columns`` (the learner's ``MIOptions.columns``) scores each row under that many columns."""
+    model, tokenizer = tiny
+    records = episode_records(mi_batch)
+    options = RagenOptions.from_config({"mi": {"samples": 6, "columns": 2, "seed": 3}})
+    scorer = ActorScorer(tokenizer, actor_log_probs(model, []), spec=f"hf:{MODEL}")
+    ours = mi_metrics(mi_batch, scorer, options, step=11)
+    agent = policy_agent(model, tokenizer, 1.0, model=MODEL, threads=1)
+    run_seed, schemes = derive_seed("train-mi", 3, 11), ["first_turn", "trajectory"]
+    sampled = family_log(collapse_for(agent, records, run_seed, 6, 2), records, schemes)
+    every = family_log(collapse_for(agent, records, run_seed, 6), records, schemes)
+    assert ours.keys() == sampled.keys()
+    for key in sampled:
+        assert ours[key] == pytest.approx(sampled[key], rel=1e-4, abs=1e-4), key
+    assert any(abs(sampled[k] - every[k]) > 1e-6 for k in sampled if k.endswith("mi_estimate"))
 
 
 # ---- the trainer's hook ---------------------------------------------------------------------------------
@@ -229,7 +261,7 @@ def test_the_config_composes_on_verls_and_is_checked(config):
     assert config.trainer.use_v1 is False and config.algorithm.adv_estimator == "grpo"
     assert config.actor_rollout_ref.actor.ppo_epochs == 1  # a key of verl's own config
     options = RagenOptions.from_config(config.ragen)
-    assert (options.filter_mode, options.filter_value, options.mi_every) == ("top_p", 0.9, 2)
+    assert (options.filter.mode, options.filter.value, options.mi.every) == ("top_p", 0.9, 2)
     check_trainer_config(config)
     for override, field in (("trainer.use_v1=true", "trainer.use_v1"),
                             ("algorithm.filter_groups.enable=true", "algorithm.filter_groups.enable"),
@@ -407,7 +439,7 @@ def test_upstream_keys_map_onto_the_filter_and_rank_by_variance():
     returns = np.array([[0.0, 0.0, 20.0, 20.0], [0.0, 0.0, 2.0, 2.0], [0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.5, 0.5]])
     ragen = RagenOptions()  # RAGEN's trainer: top-p 0.9 of the summed std
     upstream = RagenOptions.from_config({}, {"enable": True, "strategy": "top_p", "top_p": 0.9})
-    assert (upstream.filter_spread, upstream.filter_mode, upstream.apply) == ("var", "top_p", "mask")
+    assert (upstream.filter.spread, upstream.filter.mode, upstream.apply) == ("var", "top_p", "mask")
     by_std = snr_filter(generated_batch(returns), ragen, mini_batch_groups=1)
     by_var = snr_filter(generated_batch(returns), upstream, mini_batch_groups=1)
     uid = generated_batch(returns).non_tensor_batch["uid"]
@@ -416,12 +448,12 @@ def test_upstream_keys_map_onto_the_filter_and_rank_by_variance():
     # the ports' own rule on their kind of example: variance mass top-p, and a fixed top-k
     spread3 = np.array([[-3.0, 3.0], [-2.0, 2.0], [-1.0, 1.0], [4.0, 4.0]])  # variances 18, 8, 2, 0
     top_p = RagenOptions.from_config({}, {"enable": True, "top_p": 0.8, "selection_eps": 0.0})
-    assert select_groups(spread3, **top_p.select_options()).tolist() == [0, 1]  # 26 of 28 >= 22.4
+    assert select_groups(spread3, top_p.filter).tolist() == [0, 1]  # 26 of 28 >= 22.4
     top_k = RagenOptions.from_config({}, {"enable": True, "strategy": "top_k", "top_k": 3, "include_zero": True})
-    assert select_groups(spread3, **top_k.select_options()).tolist() == [0, 1, 2]
+    assert select_groups(spread3, top_k.filter).tolist() == [0, 1, 2]
     assert RagenOptions.from_config({}, {"enable": False}).filter_enable is False
     assert RagenOptions.from_config({"filter": {"apply": "trim"}}, {"enable": True}).apply == "trim"
-    assert upstream_filter({})["filter_enable"] is False  # the ports' default: off
+    assert upstream_filter({})["enable"] is False  # the ports' default: off
 
 
 def test_upstream_key_mistakes_name_the_fix():
@@ -441,4 +473,4 @@ def test_upstream_key_mistakes_name_the_fix():
                         "+algorithm.reward_variance_filtering.strategy=top_k", "+algorithm.reward_variance_filtering.top_k=2")  # fmt: skip
     main.check_config(upstream)
     options = options_from_config(upstream)
-    assert (options.filter_mode, options.filter_value, options.apply) == ("top_k_abs", 2.0, "mask")
+    assert (options.filter.mode, options.filter.value, options.apply) == ("top_k_abs", 2.0, "mask")

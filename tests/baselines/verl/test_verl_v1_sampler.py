@@ -17,9 +17,10 @@ torch = pytest.importorskip("torch")
 
 from omegaconf import OmegaConf  # noqa: E402
 
-from baselines.ppo.snr_filter import filter_stats, select_groups  # noqa: E402
+from baselines.algos.filter import filter_stats, random_groups, select_groups  # noqa: E402
 from baselines.verl.filtering import FilterStop, RagenOptions  # noqa: E402
 from baselines.verl.sampler import RagenReplayBuffer, check_v1_config  # noqa: E402
+from harness.seeding import derive_seed  # noqa: E402
 
 MODEL = str(TINY_MODEL)
 RETURNS = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0], [5.0, -1.0, 2.0, 0.0], [0.5, 0.5, 0.5, 0.5],
@@ -100,7 +101,7 @@ def test_verls_v1_trainer_builds_the_sampler_from_the_shipped_config():
     # the upstream ports' keys reach the sampler through the same config
     upstream = v1_trainer(compose("+algorithm.reward_variance_filtering.enable=true",
                                   "+algorithm.reward_variance_filtering.top_p=0.8")).replay_buffer  # fmt: skip
-    assert (upstream.options.filter_spread, upstream.options.filter_value, upstream.options.apply) == (
+    assert (upstream.options.filter.spread, upstream.options.filter.value, upstream.options.apply) == (
         "var",
         0.8,
         "mask",
@@ -118,7 +119,7 @@ def test_trim_samples_the_kept_groups_and_verl_pads_them_to_its_mini_batch(queue
     uids = put_groups(queue, "t", RETURNS, SUCCESS)
     batch, metrics = trainer.replay_buffer.sample(global_steps=1, partition_id="train", batch_size=len(uids))
     options = RagenOptions()
-    expected = select_groups(RETURNS, **options.select_options())
+    expected = select_groups(RETURNS, options.filter)
     assert 0 < len(expected) < len(RETURNS)
     assert sorted({key.split("_")[0] for key in batch.keys}) == sorted(uids[g] for g in expected)
     assert len(batch) == len(expected) * RETURNS.shape[1]
@@ -151,7 +152,7 @@ def test_mask_keeps_every_trajectory_and_zeroes_the_dropped_masks(queue):
     uids = put_groups(queue, "m", RETURNS, SUCCESS)
     batch, metrics = trainer.replay_buffer.sample(global_steps=1, partition_id="train", batch_size=len(uids))
     assert len(batch) == RETURNS.size
-    kept = {uids[g] for g in select_groups(RETURNS, **RagenOptions().select_options())}
+    kept = {uids[g] for g in select_groups(RETURNS, RagenOptions().filter)}
     data = queue.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["response_mask", "loss_mask"])
     for key, response, loss in zip(batch.keys, data["response_mask"], data["loss_mask"], strict=True):
         expected = 1 if key.split("_")[0] in kept else 0
@@ -170,6 +171,20 @@ class Refill:
         self.calls.append(count)
         put_groups(self.queue, f"{self.prefix}{len(self.calls)}x", next(self.batches), np.zeros((2, 4)))
         return count
+
+
+def test_the_random_drop_control_draws_by_seed_and_step(queue):
+    clear(queue)
+    trainer = v1_trainer(compose("ragen.filter.selection=random", "ragen.filter.seed=5", "ragen.filter.apply=mask"))
+    uids = put_groups(queue, "r", RETURNS, SUCCESS)
+    batch, metrics = trainer.replay_buffer.sample(global_steps=7, partition_id="train", batch_size=len(uids))
+    count = len(select_groups(RETURNS, RagenOptions().filter))
+    order = list(dict.fromkeys(key.split("_")[0] for key in batch.keys))  # the groups, first seen first
+    drawn = random_groups(len(RETURNS), count, np.random.default_rng(derive_seed("train-random-drop", 5, 7)))
+    data = queue.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["loss_mask"])
+    kept = {key.split("_")[0] for key, mask in zip(batch.keys, data["loss_mask"], strict=True) if mask.sum()}
+    assert kept == {order[g] for g in drawn} and metrics["rollout/filter_kept_count"] == count
+    clear(queue)
 
 
 def test_an_empty_selection_is_generated_anew_and_five_in_a_row_stop(queue):
