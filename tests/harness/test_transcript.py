@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import gymnasium as gym
 import pytest
@@ -136,6 +135,7 @@ class _CharTokenizer:
 
 
 def test_the_learner_rollout_builds_the_transcript_and_chains_its_token_ids():
+    from baselines.algos.rollout import RolloutSpec
     from baselines.ppo.rollout import collect_rollouts
     from harness.lm.generation import Decoded
 
@@ -148,9 +148,7 @@ def test_the_learner_rollout_builds_the_transcript_and_chains_its_token_ids():
             Decoded(tuple(ord(c) for c in t) + (0,), (0.0,) * (len(t) + 1), (0.0,) * (len(t) + 1), True) for t in texts
         ]
 
-    config = SimpleNamespace(
-        env_id="ragen/Sokoban-v0", env_kwargs={}, max_turns=4, seed=0, samples_per_prompt=2, context_turns=None
-    )
+    config = RolloutSpec(env_id="ragen/Sokoban-v0", max_turns=4, seed=0, samples_per_prompt=2)
     episodes = collect_rollouts(None, tokenizer, config, 0, [0, 1], sampler=sampler)
     for episode in episodes:
         assert len(episode.turns) > 1 and episode.chained
