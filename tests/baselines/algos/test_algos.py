@@ -2,7 +2,6 @@
 learner's config loading both its nested and its flat (older) form."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,8 +10,8 @@ from baselines.algos import FILTER_MODES, FilterOptions, MIOptions, choose_group
 from baselines.algos.filter import random_groups, select_groups
 from baselines.algos.sections import flatten, nest
 from baselines.ppo.config import PPOConfig
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 OLD_RECORDS = [
     ROOT / "docs/results/data/miniature/stage0/no_filter_c0.04/seed0.json",
     next(iter(sorted((ROOT / "docs/results/data/runaway").rglob("*.json")))),
