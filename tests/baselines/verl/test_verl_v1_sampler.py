@@ -158,6 +158,14 @@ def test_mask_keeps_every_trajectory_and_zeroes_the_dropped_masks(queue):
         expected = 1 if key.split("_")[0] in kept else 0
         assert response.tolist() == [expected] * len(response) and loss.tolist() == response.tolist(), key
     assert metrics["rollout/filter_kept_count"] == len(kept)
+    # verl's own v1 advantage step then gives the dropped groups no advantage: they add nothing to the loss
+    log_probs = queue.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["response_mask"])
+    log_probs["old_log_probs"] = log_probs.pop("response_mask") * 0.0  # what verl's old-log-prob step writes
+    queue.kv_batch_put(keys=batch.keys, partition_id="train", fields=log_probs)
+    trainer._compute_advantage(batch, metrics={})
+    data = queue.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["advantages"])
+    for key, advantages in zip(batch.keys, data["advantages"], strict=True):
+        assert bool(advantages.abs().sum() > 0) == (key.split("_")[0] in kept), key
     clear(queue)
 
 
