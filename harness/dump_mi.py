@@ -19,7 +19,7 @@ import numpy as np
 
 from harness.agents.base import Agent, ScoringUnavailable
 from harness.dumps import Sample
-from harness.metrics import Estimate, MetricUnavailable
+from harness.metrics import Estimate, MetricUnavailable, Unavailable
 from harness.mi import context_pairs, score_pairs, subsample_columns
 from harness.records import write_json_atomic
 from harness.seeding import derive_seed
@@ -52,12 +52,10 @@ def step_metrics(agent: Agent, samples: Sequence[Sample], rng: np.random.Generat
             batch = subsample_columns(batch, rng, mi_columns)
         metrics.update({key: estimate.to_json() for key, estimate in score_pairs(agent, batch).items()})
     except (MetricUnavailable, ScoringUnavailable, ValueError) as error:
-        metrics["mi_estimate"] = {"value": None, "stderr": None, "n": 0, "unavailable": str(error)}
+        metrics["mi_estimate"] = Unavailable.because(str(error)).to_json()
     entropy = token_entropy(agent, drawn) if drawn else "no pairs drawn"
     metrics["token_entropy"] = (
-        entropy.to_json()
-        if isinstance(entropy, Estimate)
-        else {"value": None, "stderr": None, "n": 0, "unavailable": entropy}
+        entropy.to_json() if isinstance(entropy, Estimate) else Unavailable.because(entropy).to_json()
     )
     return {"samples": len(samples), "with_reasoning": len(usable), "pairs": len(drawn), "metrics": metrics}
 

@@ -1,11 +1,8 @@
-"""Summaries and reports: summary.json / summary.csv / optional Parquet / report.md / PNG plots.
+"""Rendering a run's summary (:mod:`harness.summary` computes it): summary.json / summary.csv / optional Parquet /
+report.md / PNG plots, the end-of-run table, and runs side by side.
 
-``summary.json`` holds one row per env × agent; every metric is ``{"value", "stderr", "n"}``, or
-``{"value": null, "stderr": null, "n": 0, "unavailable": "<why>"}`` when it cannot be computed (an
-agent that cannot score has no MI: it is reported as unavailable, never as 0). MI metrics are named
-``<scheme>/<key>`` with scheme ``first_turn`` or ``trajectory``. Nothing in summary.json depends on
-timing, worker count or backend. pandas (CSV/Parquet) and matplotlib (plots) are imported lazily from the
-``report`` extra; without them the run still writes summary.json and report.md and says what to install.
+Nothing here computes a metric or runs a model. pandas (CSV/Parquet) and matplotlib (plots) are imported lazily
+from the ``report`` extra; without them the run still writes summary.json and report.md and says what to install.
 """
 
 from __future__ import annotations
@@ -14,7 +11,6 @@ import json
 import math
 import sys
 import textwrap
-import time
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
@@ -23,92 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from harness import metrics as m
-from harness.agents.base import Agent
-from harness.collapse import COLLAPSE_KEYS, COLLAPSE_SEQ_KEYS, FEW_PROMPTS
-from harness.config import RunConfig
-from harness.mi import SCHEMES, collapse_for
-from harness.records import SUMMARY, EpisodeRecord, sort_episodes, write_json_atomic
+from harness.collapse import FEW_PROMPTS
+from harness.mi import SCHEMES
+from harness.records import SUMMARY, EpisodeRecord, write_json_atomic
 
 REPORT_EXTRA = "pip install 'ragen-envs[report]'"
-
-MI_KEYS = COLLAPSE_KEYS + COLLAPSE_SEQ_KEYS
-
-
-def _unavailable(reason: str) -> dict[str, Any]:
-    return {"value": None, "stderr": None, "n": 0, "unavailable": reason}
-
-
-def summarize(
-    config: RunConfig,
-    records: Sequence[EpisodeRecord],
-    agents: dict[str, Agent],
-    *,
-    run_id: str = "",
-    progress: Any = None,
-    timings: dict[str, float] | None = None,
-) -> dict[str, Any]:
-    """The summary document of a run's records; ``agents`` holds each spec's scoring agent when
-    ``config.mi_samples`` > 0 (the caller builds them: this module renders, it does not load models).
-
-    ``progress`` (a :class:`harness.progress.Progress` keyed by agent) advances by the MI pairs of each (agent, env)
-    row; ``timings`` gets
-    ``"mi_s"``, the seconds spent on the MI family (kept out of the summary, which must not depend on speed).
-    """
-    missing = [spec for spec in config.agents if config.mi_samples and spec not in agents]
-    if missing:
-        raise ValueError(f"summarize: no scoring agent for {missing[0]!r} (needed for the MI family, mi_samples > 0)")
-    grouped: dict[tuple[str, str], list[EpisodeRecord]] = defaultdict(list)
-    for record in sort_episodes(list(records)):
-        grouped[(record["agent"], record["env_id"])].append(record)
-    rows = []
-    for spec in config.agents:
-        for plan in config.envs:
-            episodes = grouped.get((spec, plan.env_id), [])
-            row_metrics: dict[str, Any] = {}
-            for metric in m.episode_metrics():
-                try:
-                    estimate = metric.fn(episodes, plan.samples) if metric.takes_samples else metric.fn(episodes)
-                    row_metrics[metric.name] = estimate.to_json()
-                except (m.MetricUnavailable, ValueError) as exc:
-                    row_metrics[metric.name] = _unavailable(str(exc))
-            if progress is not None:
-                progress.start(spec)
-            started = time.perf_counter()
-            collapse = (
-                collapse_for(agents[spec], episodes, config.seed, config.mi_samples, config.mi_columns)
-                if config.mi_samples
-                else dict.fromkeys(SCHEMES, "disabled (mi_samples = 0)")
-            )
-            if timings is not None:
-                timings["mi_s"] = timings.get("mi_s", 0.0) + time.perf_counter() - started
-            if progress is not None:  # in pairs: each scheme planned mi_samples, a small batch has fewer
-                scored = sum(r["mi_estimate"].n for r in collapse.values() if not isinstance(r, str))
-                progress.advance(spec, scored, budget=len(SCHEMES) * config.mi_samples)
-            for scheme, result in collapse.items():
-                for key in MI_KEYS:
-                    name = f"{scheme}/{key}"
-                    if isinstance(result, str):
-                        row_metrics[name] = _unavailable(result)
-                    else:
-                        row_metrics[name] = result[key].to_json()
-            rows.append(
-                {
-                    "env_id": plan.env_id,
-                    "agent": spec,
-                    "episodes": len(episodes),
-                    "seeds": plan.episodes,
-                    "samples": plan.samples,
-                    "metrics": row_metrics,
-                }
-            )
-    return {
-        "format_version": 1,
-        "run_id": run_id,
-        "rows": rows,
-        "skipped_envs": dict(config.skipped_envs),
-        "definitions": m.definitions(),
-    }
 
 
 def value(row: dict[str, Any], name: str) -> float | None:

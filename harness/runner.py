@@ -261,6 +261,7 @@ def turn_budgets(config: RunConfig) -> dict[str, int]:
 
 def _execute(config, run_dir, agents, workers, ray_address, progress, parquet, plots, stream) -> RunResult:
     from harness import report
+    from harness.summary import summarize
 
     episodes_path = run_dir / EPISODES
     records, valid_length = read_episodes(episodes_path)
@@ -313,7 +314,7 @@ def _execute(config, run_dir, agents, workers, ray_address, progress, parquet, p
         timings: dict[str, float] = {}
         if config.mi_samples:  # the MI family scores with each agent (a process pool's workers had their own)
             agents.update({s: make_agent(s, config.agent_options) for s in config.agents if s not in agents})
-        summary = report.summarize(config, records, agents, run_id=run_dir.name, progress=scoring, timings=timings)
+        summary = summarize(config, records, agents, run_id=run_dir.name, progress=scoring, timings=timings)
         scoring.close()
         report.write_report(run_dir, summary, records=records, parquet=parquet, plots=plots)
     finally:

@@ -1,9 +1,9 @@
 """The run summary, recomputed from the replayed episodes with the harness's own metric functions.
 
 Replayable metrics (success, return, invalid actions, turns, in-group reward spread, pass@k) are pure
-functions of the episodes, which the replay has just proven: they are recomputed with the harness's
-registered metrics (``harness.metrics.episode_metrics(replayable_only=True)``) and must equal summary.json (``n`` exactly; value and stderr to 1e-9
-relative, since numpy's vectorised sums may round differently on the submitter's CPU). Metrics
+functions of the episodes, which the replay has just proven: they are recomputed by the harness's own row of
+them (``harness.summary.row_metrics(replayable_only=True)``) and must equal summary.json (``n`` exactly; value and
+stderr to 1e-9 relative, since numpy's vectorised sums may round differently on the submitter's CPU). Metrics
 that need the model (token counts and entropy, the MI proxy family) cannot be replayed: they are read
 from summary.json and shown as *self-reported* (a maintainer's ``leaderboard rerun`` replaces them).
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 from harness import metrics as m
 from harness.records import EpisodeRecord, sort_episodes
+from harness.summary import row_metrics
 from leaderboard.records import ParsedEpisode
 from leaderboard.schema import SELF_REPORTED_BOUNDS, bounded_number
 
@@ -35,14 +36,8 @@ def recompute_rows(records: list[ParsedEpisode], suite: Any) -> dict[str, dict[s
     rows = {}
     for entry in suite.entries:
         episodes = grouped.get(entry.env_id, [])
-        row = {}
-        for metric in m.episode_metrics(replayable_only=True):
-            try:
-                k = entry.samples_per_seed
-                row[metric.name] = (metric.fn(episodes, k) if metric.takes_samples else metric.fn(episodes)).to_json()
-            except (m.MetricUnavailable, ValueError) as exc:
-                row[metric.name] = {"value": None, "stderr": None, "n": 0, "unavailable": str(exc)}
-        rows[entry.env_id] = {"episodes": len(episodes), "metrics": row}
+        metrics = row_metrics(episodes, entry.samples_per_seed, replayable_only=True)
+        rows[entry.env_id] = {"episodes": len(episodes), "metrics": metrics}
     return rows
 
 
