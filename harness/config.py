@@ -69,7 +69,7 @@ class RunConfig:
     mi_columns: int | None = None
     """Column subsampling: score each pair's reasoning under its own prompt and ``mi_columns - 1`` other
     uniformly drawn prompts of the batch instead of all of them (cost ~ mi_columns/N of the full matrix; see
-    ``harness.collapse.collapse_metrics(scored=...)``). None: every column, the exact estimator."""
+    ``harness.mi.estimator.collapse_metrics(scored=...)``). None: every column, the exact estimator."""
     preset: str | None = None
     skipped_envs: dict[str, str] = field(default_factory=dict)
     """Envs the run would have had (a preset's, or every registered one) that cannot be built on this machine,

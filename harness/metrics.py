@@ -5,7 +5,7 @@ description is its docstring's first paragraph. The registry (:func:`registry`) 
 the run summary (its rows and ``definitions``), ``harness ls``, the report, the leaderboard (what a replay
 recomputes, what is self-reported) and the learner's logs read it. Two families: ``episodes`` (here:
 ``fn(episodes)``, or ``fn(episodes, k)`` for pass@k) and ``collapse`` (the MI proxy family of a cross-scoring
-matrix, :mod:`harness.collapse`, reported per sampling scheme as ``<scheme>/<name>``).
+matrix, :mod:`harness.mi.estimator`, reported per sampling scheme as ``<scheme>/<name>``).
 
 Episode records are :data:`harness.records.EpisodeRecord`. Every function raises ``ValueError`` on empty input
 and :class:`MetricUnavailable` when the records cannot support the metric (e.g. token entropy from an agent

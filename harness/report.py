@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.collapse import FEW_PROMPTS
-from harness.mi import SCHEMES
+from harness.mi import FEW_PROMPTS, SCHEMES
 from harness.records import SUMMARY, EpisodeRecord, write_json_atomic
 
 REPORT_EXTRA = "pip install 'ragen-envs[report]'"

@@ -17,9 +17,8 @@ from typing import Any
 
 from harness import metrics as m
 from harness.agents.base import Agent
-from harness.collapse import COLLAPSE_KEYS, COLLAPSE_SEQ_KEYS
 from harness.config import RunConfig
-from harness.mi import SCHEMES, collapse_for
+from harness.mi import COLLAPSE_KEYS, COLLAPSE_SEQ_KEYS, SCHEMES, collapse_for
 from harness.records import EpisodeRecord, sort_episodes
 
 MI_KEYS = COLLAPSE_KEYS + COLLAPSE_SEQ_KEYS

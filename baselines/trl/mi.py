@@ -3,7 +3,7 @@
 Every ``every`` optimiser steps (and at step 0, like the learner's ``mi_every``), on the episodes the rollout
 function just played (all of them: the SNR filter's choice does not matter here), the learner's diagnostics
 (:func:`baselines.algos.mi.mi_family`: the harness's shared cross-scorer and
-``harness.collapse.collapse_metrics``) run with the trainer's model, with the learner's options
+``harness.mi.estimator.collapse_metrics``) run with the trainer's model, with the learner's options
 (:class:`~baselines.algos.MIOptions`: samples, columns, schemes and the fixed probe). The hook is ``on_pre_optimizer_step``:
 after the backward pass, before the weights move, so the policy scored is the one that sampled the batch,
 as in the learner. Keys are ``collapse_first_turn/*`` and ``collapse_trajectory/*``, logged with the step's

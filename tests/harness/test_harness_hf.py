@@ -14,7 +14,7 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from harness.agents import AgentOptions, Context, Request, make_agent  # noqa: E402
 from harness.cli import main  # noqa: E402
-from harness.collapse import collapse_metrics  # noqa: E402
+from harness.mi.estimator import collapse_metrics  # noqa: E402
 from tests.helpers.tiny_lm import build_tiny_llama  # noqa: E402
 
 

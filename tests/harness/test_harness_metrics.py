@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from harness.collapse import COLLAPSE_KEYS, COLLAPSE_SEQ_KEYS, ZScoreEMA, collapse_metrics, topk_hit_probability
 from harness.metrics import (
     Estimate,
     MetricUnavailable,
@@ -19,6 +18,7 @@ from harness.metrics import (
     token_entropy,
     zero_variance_groups,
 )
+from harness.mi.estimator import COLLAPSE_KEYS, COLLAPSE_SEQ_KEYS, ZScoreEMA, collapse_metrics, topk_hit_probability
 
 
 def values(metrics):
@@ -75,7 +75,7 @@ def test_a_single_prompt_makes_the_family_unavailable_not_zero():
 
 
 def test_two_prompts_are_counted_and_flagged_as_few():
-    from harness.collapse import FEW_PROMPTS
+    from harness.mi.estimator import FEW_PROMPTS
 
     m = collapse_metrics([[-1.0, -3.0], [-2.5, -0.5]], [0, 1])
     assert m["distinct_prompts"].value == 2 < FEW_PROMPTS and m["mi_estimate"].value > 0

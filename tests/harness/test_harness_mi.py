@@ -7,8 +7,8 @@ import pytest
 
 from harness.agents import Agent, Context
 from harness.agents.scripted import RandomAgent
-from harness.collapse import collapse_metrics
 from harness.mi import Pairs, collapse_for, first_turn_pairs, score_pairs, subsample_columns, trajectory_pairs
+from harness.mi.estimator import collapse_metrics
 from harness.seeding import derive_seed
 from tests.helpers.paths import TINY_MODEL
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.collapse import collapse_metrics
+from harness.mi.estimator import collapse_metrics
 from tests.helpers.paths import TINY_MODEL
 
 SHIPPED = TINY_MODEL
