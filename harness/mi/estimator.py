@@ -1,8 +1,9 @@
 """The estimator half of the MI family: the MI proxy family of a cross-scoring matrix, and its registered metrics.
 
 Used by the harness (:mod:`harness.mi.pairs` draws the pairs from a run's records, :mod:`harness.mi.scoring`
-scores them into the matrix) and by the learner (the same samplers on its batches). The family (:func:`collapse_metrics`): ``L[i, j]`` is the mean per-token
-log-prob of reasoning ``i`` under prompt ``j`` and ``own(i)`` the column of its own prompt:
+scores them into the matrix) and by the learner (the same samplers on its batches). The family
+(:func:`collapse_metrics`): ``L[i, j]`` is the mean per-token log-prob of reasoning ``i`` under prompt ``j`` and
+``own(i)`` the column of its own prompt:
 
 - ``matched_i = L[i, own(i)]``; ``marginal_i = logsumexp_j L[i, j] - log N`` (uniform mixture over columns)
 - ``mi_estimate = mean(matched - marginal)``; ``cond_entropy_estimate = -mean(matched)`` (≈ H(Z|X));
