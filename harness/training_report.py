@@ -21,16 +21,17 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-METRICS_FILE = "metrics.jsonl"
+from harness.training_log import BATCH, ITERATION, METRICS_FILE, PROBE, SUCCESS, TOKEN_ENTROPY, mi_key
+
 CURVES = (
-    ("rollout/success", "success"),
-    ("probe_first_turn/retrieval_accuracy", "probe retrieval accuracy (fixed prompts)"),
-    ("probe_first_turn/mi_estimate", "probe MI estimate (nats)"),
-    ("collapse_first_turn/retrieval_accuracy", "first-turn retrieval accuracy"),
-    ("collapse_first_turn/mi_estimate", "first-turn MI estimate (nats)"),
-    ("collapse_trajectory/retrieval_accuracy", "trajectory retrieval accuracy"),
-    ("collapse_trajectory/mi_zscore", "trajectory MI z-score"),
-    ("actor/token_entropy", "token entropy (nats)"),
+    (SUCCESS, "success"),
+    (mi_key(PROBE, "first_turn", "retrieval_accuracy"), "probe retrieval accuracy (fixed prompts)"),
+    (mi_key(PROBE, "first_turn", "mi_estimate"), "probe MI estimate (nats)"),
+    (mi_key(BATCH, "first_turn", "retrieval_accuracy"), "first-turn retrieval accuracy"),
+    (mi_key(BATCH, "first_turn", "mi_estimate"), "first-turn MI estimate (nats)"),
+    (mi_key(BATCH, "trajectory", "retrieval_accuracy"), "trajectory retrieval accuracy"),
+    (mi_key(BATCH, "trajectory", "mi_zscore"), "trajectory MI z-score"),
+    (TOKEN_ENTROPY, "token entropy (nats)"),
 )
 RETRIEVAL_DROP = 0.2
 ENTROPY_HELD = 0.9
@@ -57,7 +58,7 @@ def load_rows(run_dir: Path) -> list[dict]:
             rows.append(json.loads(line))
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}:{number}: not a JSON line ({error.msg})") from None
-    return sorted(rows, key=lambda r: r.get("iteration", 0))
+    return sorted(rows, key=lambda r: r.get(ITERATION, 0))
 
 
 def series(rows: Sequence[dict], key: str) -> list[tuple[int, float]]:
@@ -66,35 +67,35 @@ def series(rows: Sequence[dict], key: str) -> list[tuple[int, float]]:
     for row in rows:
         value = row.get(key)
         if isinstance(value, (int, float)) and math.isfinite(value):
-            out.append((int(row["iteration"]), float(value)))
+            out.append((int(row[ITERATION]), float(value)))
     return out
 
 
-READINGS = ("probe_first_turn", "collapse_first_turn", "collapse_trajectory")
-"""Where the check reads retrieval, in order of preference: the fixed probe (same prompts at every reading), then
-the batch's first turns, then its trajectory draws."""
+READINGS = ((PROBE, "first_turn"), (BATCH, "first_turn"), (BATCH, "trajectory"))
+"""Where the check reads retrieval, (reading, scheme) in order of preference: the fixed probe (same prompts at every
+reading), then the batch's first turns, then its trajectory draws."""
 
 
 def mi_point_count(rows: Sequence[dict]) -> int:
     """How many iterations logged the MI family's retrieval accuracy (the reading with the most)."""
-    return max(len(series(rows, f"{reading}/retrieval_accuracy")) for reading in READINGS)
+    return max(len(series(rows, mi_key(*reading, "retrieval_accuracy"))) for reading in READINGS)
 
 
 def shared_batches(rows: Sequence[dict]) -> str | None:
     """A sentence when on-batch first-turn readings came from batches whose prompts share a key feature (their
     retrieval is then capped by the batch, not the policy), else None."""
-    shared = series(rows, "collapse_first_turn/shared_features")
+    shared = series(rows, mi_key(BATCH, "first_turn", "shared_features"))
     hits = [i for i, v in shared if v > 0]
     if not hits:
         return None
     ceilings = []
     for row in rows:
-        if row.get("iteration") in hits:
-            values = [v for k, v in row.items() if k.startswith("collapse_first_turn/ceiling/")]
+        if row.get(ITERATION) in hits:
+            values = [v for k, v in row.items() if k.startswith(mi_key(BATCH, "first_turn", "ceiling/"))]
             if values:
                 ceilings.append(min(values))
     ceiling = f" (lowest feature ceiling {sum(ceilings) / len(ceilings):.2f} on average)" if ceilings else ""
-    probe = series(rows, "probe_first_turn/retrieval_accuracy")
+    probe = series(rows, mi_key(PROBE, "first_turn", "retrieval_accuracy"))
     advice = "the probe's curve is not" if probe else "train with --mi-probe-seeds to read fixed prompts"
     return (
         f"{len(hits)} of {len(shared)} on-batch first-turn readings came from batches whose prompts share a key "
@@ -104,10 +105,10 @@ def shared_batches(rows: Sequence[dict]) -> str | None:
 
 def collapse_flag(rows: Sequence[dict]) -> str | None:
     """A sentence when the run shows the template-collapse pattern (see the module docstring), else None."""
-    entropy = series(rows, "actor/token_entropy")
-    for reading in READINGS:
-        retrieval = series(rows, f"{reading}/retrieval_accuracy")
-        scheme = reading.removeprefix("collapse_").replace("probe_first_turn", "probe first-turn")
+    entropy = series(rows, TOKEN_ENTROPY)
+    for reading, scheme_name in READINGS:
+        retrieval = series(rows, mi_key(reading, scheme_name, "retrieval_accuracy"))
+        scheme = "probe first-turn" if reading == PROBE else scheme_name
         if len(retrieval) < MIN_MI_POINTS or len(entropy) < 2:
             continue
         (i0, r0), (i1, r1) = retrieval[0], retrieval[-1]

@@ -216,9 +216,11 @@ def run_train(args: argparse.Namespace) -> int:
 
 def print_row(row: dict) -> None:
     """One iteration's line on stdout, flushed (a pipe or a log file sees it now)."""
-    mi = row.get("collapse_first_turn/mi_estimate")
+    from harness.training_log import BATCH, ITERATION, RETURN, SUCCESS, mi_key
+
+    mi = row.get(mi_key(BATCH, "first_turn", "mi_estimate"))
     print(
-        f"iter {row['iteration']:4d}  success {row['rollout/success']:.3f}  return {row['rollout/return']:+.3f}"
+        f"iter {row[ITERATION]:4d}  success {row[SUCCESS]:.3f}  return {row[RETURN]:+.3f}"
         f"  kept {row['rollout/filter_kept_ratio']:.2f}" + (f"  mi {mi:+.3f}" if mi is not None else ""),
         flush=True,
     )

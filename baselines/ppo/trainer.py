@@ -43,6 +43,7 @@ from baselines.ppo.diagnostics import grad_norm_buckets, probe_family
 from baselines.ppo.rollout import collect_rollouts
 from baselines.ppo.tracking import open_trackers, parse_report_to
 from harness.seeding import derive_seed
+from harness.training_log import ITERATION, METRICS_FILE, RETURN, SUCCESS, TOKEN_ENTROPY
 
 
 def _lazy_transformers():
@@ -117,7 +118,7 @@ class MetricsWriter:
     """Append-only JSONL, a CSV rewritten from it, and TensorBoard scalars (rank 0 only)."""
 
     def __init__(self, out_dir: Path, tensorboard: bool, trackers: list | None = None) -> None:
-        self.jsonl = out_dir / "metrics.jsonl"
+        self.jsonl = out_dir / METRICS_FILE
         self.csv = out_dir / "metrics.csv"
         self.trackers = trackers or []  # baselines.ppo.tracking: W&B
         self.tb = None
@@ -292,12 +293,12 @@ class Trainer:
         groups, _, returns = group_returns([g for g, *_ in everyone], [r for _, _, r, _ in everyone],
                                            [s for _, s, *_ in everyone])  # fmt: skip
         log: dict[str, float] = {
-            "iteration": iteration,
-            "rollout/success": float(np.mean([ok for *_, ok in everyone])),
-            "rollout/return": float(returns.mean()),
+            ITERATION: iteration,
+            SUCCESS: float(np.mean([ok for *_, ok in everyone])),
+            RETURN: float(returns.mean()),
             "rollout/turns": float(np.mean([len(e.turns) for e in local])),
             "rollout/response_tokens": float(np.mean([len(t.response_ids) for e in local for t in e.turns])),
-            "actor/token_entropy": _mean_or_nan([h for e in local for t in e.turns for h in t.sample_entropies]),
+            TOKEN_ENTROPY: _mean_or_nan([h for e in local for t in e.turns for h in t.sample_entropies]),
             "timing/rollout_s": rollout_s,
         }
         if self.engine is not None:  # the weight sync before these rollouts, and its probe's parity

@@ -24,6 +24,7 @@ from baselines.algos.rollout import RolloutSpec
 from baselines.env_check import check_env, check_seed
 from baselines.ppo.rollout import Episode, collect_rollouts
 from harness.seeding import derive_seed
+from harness.training_log import SUCCESS
 
 
 @dataclass
@@ -181,5 +182,5 @@ def episode_row(episode: Episode, tokenizer) -> tuple[list[int], list[int], list
 def episode_return(prompts, completions, env_return, env_success=None, log_metric=None, **_) -> list[float]:
     """TRL reward function: each row's episode return, as the rollout computed it; logs the success rate."""
     if log_metric is not None and env_success:
-        log_metric("rollout/success", float(sum(env_success)) / len(env_success))
+        log_metric(SUCCESS, float(sum(env_success)) / len(env_success))
     return [float(r) if math.isfinite(r) else 0.0 for r in env_return]
