@@ -28,6 +28,7 @@ from harness.mi import SCHEMES, collapse_for
 from harness.probe import batch_ceilings
 from harness.records import EpisodeRecord
 from harness.seeding import derive_seed
+from harness.training_log import BATCH, mi_key
 from ragen_envs.core import check_choice, check_range
 from ragen_envs.parsing import reasoning_of
 
@@ -136,7 +137,7 @@ def mi_family(
     *,
     model: str = "",
     threads: int = 0,
-    prefix: str = "collapse",
+    prefix: str = BATCH,
     schemes: Sequence[str] | None = None,
 ) -> dict[str, float]:
     """The family of ``episodes`` (played under ``spec``) scored by ``policy``: keys ``<prefix>_first_turn/<metric>``
@@ -156,27 +157,25 @@ def mi_family(
     results = collapse_for(agent, records, run_seed, options.samples, options.columns, schemes=schemes)
     out = family_log(results, records, schemes, prefix)
     if "first_turn" in schemes:
-        out.update({f"{prefix}_first_turn/{k}": v for k, v in batch_ceilings(records).items()})
+        out.update({mi_key(prefix, "first_turn", k): v for k, v in batch_ceilings(records).items()})
     return out
 
 
-def family_log(
-    results: dict, records: list[dict], schemes: Sequence[str], prefix: str = "collapse"
-) -> dict[str, float]:
+def family_log(results: dict, records: list[dict], schemes: Sequence[str], prefix: str = BATCH) -> dict[str, float]:
     """``harness.mi.collapse_for``'s results as every trainer logs them."""
     out: dict[str, float] = {}
     for scheme, metrics in results.items():
         if isinstance(metrics, str):  # unavailable (e.g. no turn has reasoning): no pairs, the family absent
-            out[f"{prefix}_{scheme}/num_pairs"] = 0.0
+            out[mi_key(prefix, scheme, "num_pairs")] = 0.0
             continue
-        out[f"{prefix}_{scheme}/num_pairs"] = float(metrics["mi_estimate"].n)
+        out[mi_key(prefix, scheme, "num_pairs")] = float(metrics["mi_estimate"].n)
         for name, estimate in metrics.items():
             if np.isfinite(estimate.value):  # a metric the harness reports as unavailable (NaN) is left out
-                out[f"{prefix}_{scheme}/{name}"] = float(estimate.value)
+                out[mi_key(prefix, scheme, name)] = float(estimate.value)
     if "first_turn" in schemes and records:
         valid = float(np.mean([bool(r["turns"] and r["turns"][0]["reasoning"]) for r in records]))
-        key = f"{prefix}_first_turn"
-        out[f"{key}/valid_rate"] = valid
-        if f"{key}/retrieval_accuracy" in out or valid == 0:  # no reasoning at all: every turn a miss
-            out[f"{key}/retrieval_accuracy_itt"] = out.get(f"{key}/retrieval_accuracy", 0.0) * valid
+        retrieval = mi_key(prefix, "first_turn", "retrieval_accuracy")
+        out[mi_key(prefix, "first_turn", "valid_rate")] = valid
+        if retrieval in out or valid == 0:  # no reasoning at all: every turn a miss
+            out[mi_key(prefix, "first_turn", "retrieval_accuracy_itt")] = out.get(retrieval, 0.0) * valid
     return out

@@ -15,6 +15,7 @@ from baselines.ppo.batch import normalizer
 from baselines.ppo.rollout import collect_rollouts
 from harness.probe import probe_seeds
 from harness.seeding import derive_seed
+from harness.training_log import PROBE
 
 
 def grad_norm_buckets(rows_by_group: dict[int, list], group_std: dict[int, float], policy, config, loss_parts) -> dict:
@@ -96,7 +97,7 @@ def probe_family(
     episodes = collect_rollouts(policy, tokenizer, settings, tag, list(range(len(seeds))), sampler=sampler,
                                 env_seeds=list(seeds))  # fmt: skip
     episodes = [e for e in episodes if e.sample < options.probe_samples]  # the rollouts' floor of 2 samples
-    out = mi_family(policy, tokenizer, episodes, spec, options, step, model=model, threads=threads, prefix="probe",
+    out = mi_family(policy, tokenizer, episodes, spec, options, step, model=model, threads=threads, prefix=PROBE,
                     schemes=["first_turn"])  # fmt: skip
     out["probe/success"] = float(np.mean([e.success for e in episodes]))
     entropies = [h for e in episodes for t in e.turns for h in t.sample_entropies]
