@@ -9,7 +9,8 @@ to this class. Per training step, in ``sample``:
    episodes of one env seed) and takes them;
 2. their episode returns (``rm_scores`` summed; for a loop that writes several outputs per episode, the last
    one's) go through ``baselines.algos.filter.choose_groups`` unchanged (random-drop control included), as on
-   the legacy trainer;
+   the legacy trainer; a group that lost an episode (verl keeps a group whose session failed) is dropped, and
+   counted in ``ragen/filter/incomplete_groups``;
 3. ``apply: trim``: the dropped groups are cleared from TransferQueue and the batch holds the kept groups only;
    verl's v1 ``_balance_batch`` then pads it with no-op rows to a multiple of the mini-batch and data-parallel
    sizes, so, unlike the legacy trainer, no kept group is trimmed away. ``apply: mask``: every trajectory stays
@@ -28,6 +29,7 @@ for).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -107,6 +109,10 @@ class RagenReplayBuffer(ReplayBuffer):
         rows = [row for _, row in final.values()]
         scores = list(data["rm_scores"])
         extras = [getattr(value, "data", value) for value in data["extra_fields"]]
+        sessions = Counter(batch.keys[row].rsplit("_", 2)[0] for row in rows)
+        # verl keeps a group whose episode failed (one session short); it has no spread comparable to the others'
+        incomplete = {uid for uid, count in sessions.items() if count < max(sessions.values())}
+        rows = [row for row in rows if batch.keys[row].rsplit("_", 2)[0] not in incomplete]
         per_row = np.array([float(scores[row].float().sum()) for row in rows])
         uids = [batch.keys[row].rsplit("_", 2)[0] for row in rows]
         order, _, returns = groups_of(uids, per_row)
@@ -114,8 +120,9 @@ class RagenReplayBuffer(ReplayBuffer):
         metrics = selection_metrics(returns, selected, selected)
         info = [(extras[row] or {}).get("reward_extra_info") if isinstance(extras[row], dict) else None for row in rows]
         metrics.update(prefilter_metrics(returns, success_column(info)))
+        metrics["ragen/filter/incomplete_groups"] = float(len(incomplete))
         kept = {order[g] for g in selected}
-        return kept, set(order) - kept, metrics
+        return kept, set(order) - kept | incomplete, metrics
 
     def apply(self, batch: KVBatchMeta, dropped: set[str]) -> KVBatchMeta:
         """The batch to train on: ``trim`` removes the dropped groups (and clears them from TransferQueue),

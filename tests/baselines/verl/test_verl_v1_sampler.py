@@ -169,6 +169,19 @@ def test_mask_keeps_every_trajectory_and_zeroes_the_dropped_masks(queue):
     clear(queue)
 
 
+def test_a_group_that_lost_an_episode_is_dropped_not_fatal(queue):
+    clear(queue)
+    trainer = v1_trainer(compose())
+    uids = put_groups(queue, "i", RETURNS, SUCCESS)
+    queue.kv_clear(keys=[f"{uids[2]}_3_0"], partition_id="train")  # a failed session: verl samples the group anyway
+    batch, metrics = trainer.replay_buffer.sample(global_steps=1, partition_id="train", batch_size=len(uids))
+    assert metrics["ragen/filter/incomplete_groups"] == 1 and metrics["ragen/prefilter/groups"] == len(uids) - 1
+    complete = np.delete(RETURNS, 2, axis=0)
+    expected = [uids[g if g < 2 else g + 1] for g in select_groups(complete, RagenOptions().filter)]
+    assert sorted({key.split("_")[0] for key in batch.keys}) == sorted(expected) and uids[2] not in expected
+    clear(queue)
+
+
 class Refill:
     """``refill_fn``: verl's trainer submits ``count`` new prompts; here their finished groups appear at once."""
 
