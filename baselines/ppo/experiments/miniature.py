@@ -50,6 +50,7 @@ import sys
 
 import numpy as np
 
+from baselines.algos.filter import FilterOptions
 from baselines.ppo.experiments.driver import MODEL as MODEL  # the model its runs train (a test points it elsewhere)
 from baselines.ppo.experiments.driver import (
     ROOT,
@@ -72,13 +73,11 @@ SETTING = dict(
     grad_buckets_every=15, grad_buckets=6, kl_coef=0.0, temperature=1.0, dtype="float32", device="cpu",
     cpu_threads=1, tensorboard=False, checkpoint_every=1, mi_probe_seeds=0,
 )  # fmt: skip
-ARMS = {
-    "no_filter": dict(filter_mode="top_p", filter_value=1.0, filter_include_zero=True),
-    "filter": dict(filter_mode="top_p", filter_value=0.9, filter_prob_mode="linear", filter_spread="std",
-                   filter_include_zero=False, filter_eps=0.01),
-    "random_drop": dict(filter_mode="top_p", filter_value=0.9, filter_prob_mode="linear", filter_spread="std",
-                        filter_include_zero=False, filter_eps=0.01, filter_selection="random"),
-}  # fmt: skip
+ARMS = {  # RAGEN-2's filter is FilterOptions' default: linear top-p 0.9 of the in-group std, eps 0.01
+    "no_filter": dict(filter=FilterOptions(value=1.0, include_zero=True)),
+    "filter": dict(filter=FilterOptions()),
+    "random_drop": dict(filter=FilterOptions(selection="random")),
+}
 CALIBRATION = (0.04, 0.05, 0.07)
 SEEDS = tuple(range(8))
 SPECIFIED_SEEDS = tuple(range(6))
