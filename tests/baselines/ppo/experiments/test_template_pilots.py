@@ -27,7 +27,7 @@ def test_each_pilot_is_a_valid_learner_config_on_frozenlake(tmp_path):
         assert config.env_id == "ragen/FrozenLake-v0" and config.max_new_tokens == 128
         assert config.entropy_coef == run.coef and config.seed == P.SEED
         assert config.advantage == {"drgrpo": "drgrpo", "ppo": "gae", "grpo": "grpo"}[run.arm]
-        assert config.iterations == 24 and config.mi_probe_seeds == 16
+        assert config.iterations == 24 and config.mi.probe_seeds == 16
     assert [(r.arm, r.coef) for r in P.planned()[:2]] == [("drgrpo", 0.07), ("drgrpo", 0.0)]
 
 
