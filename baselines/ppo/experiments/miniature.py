@@ -61,6 +61,7 @@ from baselines.ppo.experiments.driver import (
     load_run,
     split_done,
 )
+from harness.training_log import BATCH, ITERATION, SUCCESS, TOKEN_ENTROPY, mi_key
 
 DATA = ROOT / "docs" / "results" / "data" / "miniature"
 SCRATCH = ROOT / "runs" / "miniature"
@@ -84,13 +85,13 @@ SPECIFIED_SEEDS = tuple(range(6))
 ENTROPY_HELD = 0.9
 REASONING_KEPT = 0.8
 
-PRIMARY = "collapse_first_turn/retrieval_accuracy_itt"
+PRIMARY = mi_key(BATCH, "first_turn", "retrieval_accuracy_itt")
 OUTCOMES = {  # name -> (metric key, iterations averaged; None = every iteration)
     "retrieval_itt": (PRIMARY, (12, 15)),
-    "mi_estimate": ("collapse_first_turn/mi_estimate", (12, 15)),
-    "reasoning_rate": ("collapse_first_turn/valid_rate", (12, 15)),
-    "token_entropy": ("actor/token_entropy", tuple(range(10, 16))),
-    "success": ("rollout/success", tuple(range(10, 16))),
+    "mi_estimate": (mi_key(BATCH, "first_turn", "mi_estimate"), (12, 15)),
+    "reasoning_rate": (mi_key(BATCH, "first_turn", "valid_rate"), (12, 15)),
+    "token_entropy": (TOKEN_ENTROPY, tuple(range(10, 16))),
+    "success": (SUCCESS, tuple(range(10, 16))),
     "zero_spread_groups": ("rollout/filter_zero_count", None),
     "kept_groups": ("rollout/filter_kept_count", None),
 }
@@ -117,7 +118,7 @@ load = load_run
 def outcome(rows: list[dict], name: str) -> float:
     """A pre-registered outcome of one run (NaN where a needed measurement is missing)."""
     key, iterations = OUTCOMES[name]
-    by_iteration = {row["iteration"]: row for row in rows}
+    by_iteration = {row[ITERATION]: row for row in rows}
     chosen = sorted(by_iteration) if iterations is None else iterations
     values = []
     for i in chosen:
@@ -130,9 +131,9 @@ def outcome(rows: list[dict], name: str) -> float:
 
 def entropy_held(rows: list[dict]) -> tuple[float, float]:
     """Token entropy at iteration 0 and its mean over iterations 10-15 (NaN where not logged)."""
-    by_iteration = {row["iteration"]: row for row in rows}
-    start = by_iteration.get(0, {}).get("actor/token_entropy", np.nan)
-    late = [by_iteration.get(i, {}).get("actor/token_entropy", np.nan) for i in range(10, 16)]
+    by_iteration = {row[ITERATION]: row for row in rows}
+    start = by_iteration.get(0, {}).get(TOKEN_ENTROPY, np.nan)
+    late = [by_iteration.get(i, {}).get(TOKEN_ENTROPY, np.nan) for i in range(10, 16)]
     return float(start), float(np.mean(late))
 
 
