@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 
 import ragen_envs  # noqa: F401  (registers the ids)
+from harness.training_log import CEILING, SHARED_FEATURES
 
 PROBE_SCAN = 4096
 """Env seeds examined (from the start seed on) when looking for pairwise-distinguishable prompts."""
@@ -134,6 +135,6 @@ def batch_ceilings(records: Sequence[dict]) -> dict[str, float]:
     features = [f for _, f in features_by_seed(first["env_id"], first.get("env_kwargs") or {}, seeds)]
     column_of = {seed: j for j, seed in enumerate(seeds)}
     own = [column_of[r["seed"]] for r in eligible]
-    out = {f"ceiling/{name}": value for name, value in feature_ceilings(features, own).items()}
-    out["shared_features"] = float(shares_features(features))
+    out = {CEILING + name: value for name, value in feature_ceilings(features, own).items()}
+    out[SHARED_FEATURES] = float(shares_features(features))
     return out

@@ -28,6 +28,11 @@ BATCH = "collapse"
 PROBE = "probe"
 """Reading of the MI family on the fixed probe's prompts (never trained on)."""
 
+SHARED_FEATURES = "shared_features"
+"""First-turn reading: 1 when the batch's prompts share a key feature (its retrieval is capped by the batch)."""
+CEILING = "ceiling/"
+"""First-turn reading: ``ceiling/<feature>``, the batch's retrieval ceiling when only that feature is read."""
+
 
 def mi_key(reading: str, scheme: str, metric: str) -> str:
     """The log key of an MI-family ``metric`` under ``scheme`` in ``reading``, e.g.

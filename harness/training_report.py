@@ -21,7 +21,17 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.training_log import BATCH, ITERATION, METRICS_FILE, PROBE, SUCCESS, TOKEN_ENTROPY, mi_key
+from harness.training_log import (
+    BATCH,
+    CEILING,
+    ITERATION,
+    METRICS_FILE,
+    PROBE,
+    SHARED_FEATURES,
+    SUCCESS,
+    TOKEN_ENTROPY,
+    mi_key,
+)
 
 CURVES = (
     (SUCCESS, "success"),
@@ -84,14 +94,14 @@ def mi_point_count(rows: Sequence[dict]) -> int:
 def shared_batches(rows: Sequence[dict]) -> str | None:
     """A sentence when on-batch first-turn readings came from batches whose prompts share a key feature (their
     retrieval is then capped by the batch, not the policy), else None."""
-    shared = series(rows, mi_key(BATCH, "first_turn", "shared_features"))
+    shared = series(rows, mi_key(BATCH, "first_turn", SHARED_FEATURES))
     hits = [i for i, v in shared if v > 0]
     if not hits:
         return None
     ceilings = []
     for row in rows:
         if row.get(ITERATION) in hits:
-            values = [v for k, v in row.items() if k.startswith(mi_key(BATCH, "first_turn", "ceiling/"))]
+            values = [v for k, v in row.items() if k.startswith(mi_key(BATCH, "first_turn", CEILING))]
             if values:
                 ceilings.append(min(values))
     ceiling = f" (lowest feature ceiling {sum(ceilings) / len(ceilings):.2f} on average)" if ceilings else ""
