@@ -234,3 +234,57 @@ def test_the_tool_format_passes_through_the_rollout(tmp_path):
     records = episode_records(rollout.last.episodes, rollout.settings(trainer, 2))
     assert all(t["reasoning"] == reasoning_of(t["response"], "tool") for r in records for t in r["turns"])
     assert out["env_return"] == [e.episode_return for e in rollout.last.episodes]
+
+
+def test_the_random_drop_control_and_mi_options_reach_trl(tmp_path):
+    """The learner's ``FilterOptions(selection="random")`` and ``MIOptions`` (column sampling, schemes, the fixed
+    probe) in a TRL step: the kept groups are the seeded draw, the MI the policy's family under those options."""
+    from dataclasses import replace
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    from baselines.algos import FilterOptions, MIOptions, mi_family
+    from baselines.algos.filter import random_groups
+    from harness.seeding import derive_seed
+
+    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(MODEL)
+    model = AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32)
+    rollout = EnvRollout(ENV, max_turns=2, max_new_tokens=40, seed=3)
+    args = GRPOConfig(
+        output_dir=str(tmp_path), use_cpu=True, per_device_train_batch_size=GROUPS * SAMPLES, num_generations=SAMPLES,
+        max_steps=1, learning_rate=5e-5, seed=1, save_strategy="no", max_completion_length=40, report_to="none",
+        gradient_checkpointing=False, dataloader_num_workers=0,
+    )  # fmt: skip
+    options = MIOptions(every=1, samples=16, columns=2, schemes=("first_turn",), probe_seeds=2, probe_samples=2)
+    mi = MICallback(rollout, options, seed=4)
+    trainer = RecordingTrainer(
+        model=model, args=args, processing_class=tokenizer, reward_funcs=episode_return, callbacks=[mi],
+        train_dataset=make_dataset(ENV, range(8), env_kwargs={"max_turns": 2}), rollout_func=rollout,
+        filter=FilterOptions(selection="random"),
+    )  # fmt: skip
+    trainer.train()
+    [recorded] = trainer.batches
+    episodes = rollout.last.episodes
+    returns = np.array([e.episode_return for e in episodes]).reshape(GROUPS, SAMPLES)
+    by_spread = select_groups(returns)
+    drawn = random_groups(GROUPS, len(by_spread), np.random.default_rng(derive_seed("train-random-drop", 1, 0)))
+    assert list(recorded["kept"]) == drawn.tolist() and drawn.tolist() != by_spread.tolist()
+    [row] = mi.history
+    assert row["probe_first_turn/num_pairs"] > 0 and "collapse_trajectory/num_pairs" not in row
+    initial = AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32).eval()  # the policy that sampled
+    spec = rollout.settings(trainer, SAMPLES)
+
+    def family(mi_options):
+        draws = np.random.default_rng(derive_seed("train-mi", 4, 0))
+        with torch.no_grad():
+            return mi_family(initial, tokenizer, episodes, spec, mi_options, draws)
+
+    again = family(options)  # the trainer's forward passes batch differently: equal to scoring precision
+    assert {key: row[key] for key in again} == pytest.approx(again, rel=1e-2, abs=1e-3)
+    every_column = family(replace(options, columns=None))
+    # column sampling moves the estimate by more than twice that precision
+    assert any(abs(again[k] - every_column[k]) > 0.02 for k in again if k.endswith("mi_estimate"))
