@@ -121,3 +121,36 @@ def test_the_learners_records_rebuild_each_turns_chat_exactly(window):
     [record] = episode_records([episode], config)
     assert [record_messages(record, i) for i in range(3)] == [t.context.messages for t in episode.turns]
     assert [t["reasoning"] for t in record["turns"]] == ["r1", "r2", "r3"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SHIPPED / "model.safetensors").exists(), reason="the tiny model is not shipped here")
+def test_the_learners_mi_options_sample_columns_as_the_harness(tmp_path):
+    """``--mi-columns`` (``MIOptions.columns``, the harness's ``mi_columns``) reaches the learner's family."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from baselines.algos.mi import episode_records
+    from baselines.ppo.config import PPOConfig
+    from baselines.ppo.rollout import collect_rollouts
+    from baselines.ppo.trainer import Trainer
+    from harness.agents import AgentOptions, make_agent
+    from harness.mi import collapse_for
+    from harness.seeding import derive_seed
+
+    config = PPOConfig(
+        model=str(SHIPPED), env_id="ragen/Bandit-v0", env_kwargs={"risky_prob": 1.0, "max_turns": 2}, iterations=1,
+        prompts_per_iteration=4, samples_per_prompt=3, max_new_tokens=48, mi_every=1, mi_samples=8, mi_columns=2,
+        mi_schemes="first_turn", mi_probe_seeds=0, out_dir=str(tmp_path / "run"), tensorboard=False, cpu_threads=1,
+        checkpoint_every=0,
+    )  # fmt: skip
+    trainer = Trainer(config)
+    episodes = collect_rollouts(trainer.policy, trainer.tokenizer, config, 0, list(range(4)))
+    [row] = trainer.train(resume=False)
+    records = episode_records(episodes, config)
+    agent = make_agent(f"hf:{config.model}", AgentOptions(temperature=config.temperature, extra={"threads": 1}))
+    seed = derive_seed("train-mi", config.seed, 0)
+    [sampled] = collapse_for(agent, records, seed, 8, 2, schemes=["first_turn"]).values()
+    [every] = collapse_for(agent, records, seed, 8, schemes=["first_turn"]).values()
+    assert row["collapse_first_turn/mi_estimate"] == pytest.approx(sampled["mi_estimate"].value, abs=1e-5)
+    assert abs(sampled["mi_estimate"].value - every["mi_estimate"].value) > 1e-3
+    assert "collapse_trajectory/num_pairs" not in row and not any(k.startswith("probe_") for k in row)
