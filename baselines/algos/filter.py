@@ -6,7 +6,8 @@ cross-input differences (template collapse). Dropping them before old log-probs,
 computed keeps the update dominated by signal.
 
 The rule (docs/design.md; RAGEN ``RewardRolloutFilter``):
-  spread_g = std(returns[g], ddof=1)  (or the variance), on RAW episode returns, format penalties included;
+  spread_g = std(returns[g], ddof=1)  (or the variance; ``ddof`` 0 for the population's), on RAW episode returns,
+  format penalties included;
   zero-spread groups (|spread| ≤ 1e-10) are dropped unless ``include_zero`` (also with ``top_p`` ≥ 1);
   ``top_p`` linear: sort by spread, descending (ties keep group order); threshold = ``value · total − eps``; take
   groups while the running sum is below the threshold (stopping at a spread ≤ 0); keep them if the sum reached it,
@@ -78,7 +79,10 @@ class FilterOptions:
     prob_mode: str = "linear"
     """``linear`` or ``softmax`` top-p."""
     spread: str = "std"
-    """Group spread: ``std`` (ddof 1) or ``var``."""
+    """Group spread: ``std`` (RAGEN's own trainer) or ``var`` (the RAGEN-2 authors' upstream ports)."""
+    ddof: int = 1
+    """The spread's delta degrees of freedom: 1, the sample std or variance (RAGEN, and the ports' default), or 0.
+    It scales every group's spread alike, so it matters only against ``eps``."""
     include_zero: bool = False
     """Keep zero-spread groups as candidates."""
     eps: float = 0.01
@@ -92,6 +96,7 @@ class FilterOptions:
         check_choice("filter_prob_mode", self.prob_mode, PROB_MODES)
         check_choice("filter_spread", self.spread, SPREADS)
         check_choice("filter_selection", self.selection, SELECTIONS)
+        check_choice("filter_ddof", self.ddof, (0, 1))
         check_range("filter_value", self.value, 0.0)
         if not np.isfinite(self.value):
             raise ValueError(f"filter_value must be a finite number ≥ 0, got {self.value!r}")
@@ -126,12 +131,13 @@ def random_groups(num_groups: int, count: int, rng: np.random.Generator) -> np.n
     return np.sort(rng.choice(num_groups, size=count, replace=False)).astype(int)
 
 
-def group_spread(returns: np.ndarray, spread: str = "std") -> np.ndarray:
-    """Per-group spread of raw returns: sample std (ddof 1) or sample variance. ``returns`` is (groups, samples)."""
+def group_spread(returns: np.ndarray, spread: str = "std", ddof: int = 1) -> np.ndarray:
+    """Per-group spread of raw returns: std or variance, sample (``ddof`` 1) by default. ``returns`` is (groups,
+    samples)."""
     returns = _check_returns(returns)
     if spread not in SPREADS:
         raise ValueError(f"spread must be one of {SPREADS}, got {spread!r}")
-    variance = returns.var(axis=1, ddof=1)
+    variance = returns.var(axis=1, ddof=ddof)
     return np.sqrt(variance) if spread == "std" else variance
 
 
@@ -173,7 +179,7 @@ def select_groups(returns: np.ndarray, options: FilterOptions | None = None, **f
         options = FilterOptions(**fields)
     elif fields:
         options = dataclasses.replace(options, **fields)
-    spreads = group_spread(returns, options.spread)
+    spreads = group_spread(returns, options.spread, options.ddof)
     num_groups = len(spreads)
     candidates = np.arange(num_groups) if options.include_zero else np.flatnonzero(np.abs(spreads) > ZERO_SPREAD)
     if len(candidates) == 0:

@@ -138,7 +138,7 @@ def upstream_filter(section: Any) -> dict[str, Any]:
 
     ``strategy: top_p`` is ``select_groups``' linear top-p on the sample variance (``spread: var``), with
     ``selection_eps`` as its slack; ``strategy: top_k`` keeps the ``top_k`` highest-variance groups
-    (``top_k_abs``). Only ``variance_ddof: 1`` (the ports' default, and ``select_groups``' variance) is accepted.
+    (``top_k_abs``); ``variance_ddof`` (0 or 1) is the spread's ``ddof``.
     """
     values = dict(section or {})
     unknown = [key for key in values if key not in UPSTREAM_KEYS]
@@ -154,10 +154,7 @@ def upstream_filter(section: Any) -> dict[str, Any]:
     eps = values.get("selection_eps", 0.01)
     check_range("algorithm.reward_variance_filtering.selection_eps", eps, 0.0)
     ddof = values.get("variance_ddof", 1)
-    if ddof != 1:
-        raise ValueError(
-            f"algorithm.reward_variance_filtering.variance_ddof must be 1 (the sample variance), got {ddof!r}"
-        )
+    check_choice("algorithm.reward_variance_filtering.variance_ddof", ddof, (0, 1))
     return {
         "enable": bool(values.get("enable", False)),
         "mode": "top_p" if strategy == "top_p" else "top_k_abs",
@@ -166,6 +163,7 @@ def upstream_filter(section: Any) -> dict[str, Any]:
         "spread": "var",
         "include_zero": bool(values.get("include_zero", False)),
         "eps": float(eps),
+        "ddof": int(ddof),
     }
 
 

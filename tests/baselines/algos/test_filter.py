@@ -165,3 +165,13 @@ def test_stats():
     assert kept.tolist() == [1]
     assert stats.kept_count == 1 and stats.kept_ratio == pytest.approx(1 / 3) and stats.zero_spread_count == 1
     assert stats.mean_in_group_std == pytest.approx(2.0) and stats.mean_kept_in_group_std == pytest.approx(4.0)
+
+
+def test_ddof_scales_every_spread_and_meets_only_the_slack():
+    r = np.array([[0.0, 1.0], [0.0, 0.38], [2.0, 2.0]])
+    assert group_spread(r, "var", ddof=0) == pytest.approx(group_spread(r, "var") / 2)
+    assert select_groups(r, spread="var").tolist() == [0, 1]
+    assert select_groups(r, spread="var", ddof=0).tolist() == [0]  # the same eps weighs twice as much
+    assert select_groups(r, spread="var", ddof=0, eps=0.0).tolist() == select_groups(r, spread="var", eps=0.0).tolist()
+    with pytest.raises(ValueError, match=r"filter_ddof must be one of \(0, 1\)"):
+        select_groups(r, ddof=2)

@@ -454,6 +454,12 @@ def test_upstream_keys_map_onto_the_filter_and_rank_by_variance():
     assert RagenOptions.from_config({}, {"enable": False}).filter_enable is False
     assert RagenOptions.from_config({"filter": {"apply": "trim"}}, {"enable": True}).apply == "trim"
     assert upstream_filter({})["enable"] is False  # the ports' default: off
+    # variance_ddof: the population variance halves a pair's spread but not the slack, so it can keep fewer groups
+    pairs = np.array([[0.0, 1.0], [0.0, 0.38]])  # sample variances 0.5, 0.072; population 0.25, 0.036
+    sample = RagenOptions.from_config({}, {"enable": True})
+    population = RagenOptions.from_config({}, {"enable": True, "variance_ddof": 0})
+    assert select_groups(pairs, sample.filter).tolist() == [0, 1]  # 0.5 < 0.9 * 0.572 - 0.01
+    assert select_groups(pairs, population.filter).tolist() == [0]  # 0.25 >= 0.9 * 0.286 - 0.01
 
 
 def test_upstream_key_mistakes_name_the_fix():
@@ -463,8 +469,8 @@ def test_upstream_key_mistakes_name_the_fix():
         upstream_filter({"topp": 0.9})
     with pytest.raises(ValueError, match="reward_variance_filtering.strategy must be one of"):
         upstream_filter({"strategy": "min_p"})
-    with pytest.raises(ValueError, match="variance_ddof must be 1"):
-        upstream_filter({"variance_ddof": 0})
+    with pytest.raises(ValueError, match=r"variance_ddof must be one of \(0, 1\), got 2"):
+        upstream_filter({"variance_ddof": 2})
     from baselines.verl import main
     from baselines.verl.filtering import options_from_config
 
