@@ -25,6 +25,8 @@ KL_TYPES = ("kl", "low_var_kl")
 LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
 DEFAULT_AGGREGATION = {"gae": "token-mean", "grpo": "seq-mean-token-mean", "drgrpo": "seq-mean-token-sum"}
 """RAGEN's scripts' ``loss_agg_mode`` per algorithm (PPO, GRPO, Dr.GRPO)."""
+DATA_PARALLEL = ("ddp", "fsdp2")
+"""The engines of a ``torchrun`` launch (``baselines.ppo.distributed``)."""
 AUTOCAST_DTYPE = "bfloat16-autocast"
 """The ``dtype`` that keeps fp32 weights and runs only the update's forward/backward under bf16 autocast."""
 
@@ -105,6 +107,10 @@ class PPOConfig(RolloutSpec):
     """Trade compute for memory (GPU runs of big models)."""
     generation_backend: str = "transformers"
     """``transformers`` (our sampler with KV cache) or ``vllm`` (colocated engine, weights synced per iteration)."""
+    data_parallel: str = "ddp"
+    """Under ``torchrun``: ``ddp`` (every rank holds the models; gradients all-reduced) or ``fsdp2`` (parameters,
+    gradients and AdamW state sharded over the ranks, for models whose training state does not fit one GPU; each
+    rank gathers the whole weights for its rollouts and scoring). One process ignores it."""
     tensorboard: bool = True
     """Also write TensorBoard event files (needs the ``tensorboard`` package)."""
     report_to: str = ""
@@ -132,6 +138,13 @@ class PPOConfig(RolloutSpec):
         check_choice("kl_loss_type", self.kl_loss_type, KL_TYPES)
         check_choice("loss_agg_mode", self.loss_agg_mode, ("auto", *LOSS_AGGREGATIONS))
         check_choice("generation_backend", self.generation_backend, ("transformers", "vllm"))
+        check_choice("data_parallel", self.data_parallel, DATA_PARALLEL)
+        if self.data_parallel == "fsdp2" and self.generation_backend == "vllm":
+            raise ValueError("data_parallel='fsdp2' needs generation_backend='transformers' (the vLLM engine "
+                             "reloads whole weights from disk); use data_parallel='ddp' with vllm")  # fmt: skip
+        if self.data_parallel == "fsdp2" and self.grad_buckets_every:
+            raise ValueError("data_parallel='fsdp2' needs grad_buckets_every=0 (the gradient buckets run one "
+                             "rank's own backward passes); use data_parallel='ddp' for them")  # fmt: skip
         check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16", AUTOCAST_DTYPE))
         from baselines.ppo.tracking import parse_report_to
 

@@ -68,6 +68,8 @@ def sequence_logprobs(
     ``groups`` (one key per row, e.g. the GRPO group): rows with the same key share their common prefix (the
     first-turn prompt), which then runs once, its keys/values expanded to the rows (see :func:`_span_states`).
     """
+    if isinstance(getattr(model, "module", model), SpanLogprobs):  # a data-parallel engine around the pass
+        return model(sequences, spans, temperature, with_entropy, groups)
     device = next(model.parameters()).device
     rows, columns = _span_positions(spans)
     hidden = _span_states(model, sequences, spans, groups, device)  # (N, H)
@@ -81,6 +83,20 @@ def sequence_logprobs(
         _pack(entropy.split(lengths)) if entropy is not None else None,
         _pack(hidden.split(lengths)),
     )
+
+
+class SpanLogprobs(torch.nn.Module):
+    """:func:`sequence_logprobs` of ``model`` as a module's forward. The pass calls the model's trunk and head
+    itself, not ``model.forward``, so a data-parallel engine (DDP, FSDP2) wraps this module to see the pass it
+    hooks; ``sequence_logprobs`` of the wrapped module runs it through the engine."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, sequences, spans, temperature=1.0, with_entropy=False, groups=None):
+        """``sequence_logprobs(self.model, ...)``."""
+        return sequence_logprobs(self.model, sequences, spans, temperature, with_entropy, groups)
 
 
 def _span_positions(spans: list[Spans]) -> tuple[list[int], list[int]]:
@@ -122,12 +138,16 @@ def _span_states(model, sequences, spans, groups, device) -> torch.Tensor:
     prefix once), for Σ P·(rows − 1) fewer positions. No padding mask anywhere: the rows are right-padded, so
     under causal attention a real position never sees a pad (pads only see real tokens, and their outputs are
     never read); without one, SDPA takes its causal kernel instead of a dense mask over every key. Gradient
-    checkpointing recomputes layers without a cache, so under it nothing is shared.
+    checkpointing recomputes layers without a cache, and FSDP2 needs each layer once per backward, so under
+    either nothing is shared.
     """
+    from torch.distributed.fsdp import FSDPModule
+
     from harness.lm.kv_cache import cache_keyword
 
     base = model.base_model
-    if any(getattr(module, "gradient_checkpointing", False) for module in model.modules()):
+    # FSDP2 reduces a layer's gradients at the first backward through it, so a layer must run once per pass
+    if any(getattr(m, "gradient_checkpointing", False) or isinstance(m, FSDPModule) for m in model.modules()):
         groups = None
     per_row: list[torch.Tensor | None] = [None] * len(sequences)
     for members, length in _shared_prefixes(sequences, spans, groups):

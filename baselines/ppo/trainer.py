@@ -13,8 +13,9 @@ One iteration (``Trainer.iteration``):
      optimiser step on the whole batch (``ppo_epochs`` 1, every row in one minibatch): the loss then uses its
      own log-probs, detached, as verl and TRL do on-policy (``batch.single_step``);
   5. ``ppo_epochs`` passes of minibatches with gradient accumulation over micro-batches; under ``torchrun``
-     every rank rolls out its share of the groups and gradients are summed across ranks with one global
-     token normaliser, so N ranks make exactly the update one process makes on the combined batch.
+     every rank rolls out its share of the groups, and DDP (or FSDP2, ``data_parallel``) sums the gradients
+     across ranks under one global token normaliser, so N ranks make the update one process makes on the
+     combined batch (``baselines.ppo.distributed``).
 Logs go to ``out_dir/metrics.jsonl``, ``metrics.csv``, TensorBoard and, with ``report_to="wandb"``, Weights &
 Biases (``baselines.ppo.tracking``); ``out_dir/checkpoint.safetensors`` (tensors and JSON, never a pickle) resumes exactly.
 """
@@ -23,11 +24,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -40,6 +39,8 @@ from baselines.ppo import checkpoint
 from baselines.ppo import losses as L
 from baselines.ppo.config import PPOConfig
 from baselines.ppo.diagnostics import grad_norm_buckets, probe_family
+from baselines.ppo.distributed import Distributed
+from baselines.ppo.generation import SpanLogprobs
 from baselines.ppo.rollout import collect_rollouts
 from baselines.ppo.tracking import open_trackers, parse_report_to
 from harness.seeding import derive_seed
@@ -58,60 +59,12 @@ def _mean_or_nan(values: list[float]) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
-def resolve_device(name: str) -> torch.device:
-    """The torch device ``name`` means: ``auto`` is CUDA when available, else CPU."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     """The weights' torch dtype ``name`` means on ``device``: ``auto`` is bfloat16 on CUDA, float32 on CPU;
     ``bfloat16-autocast`` keeps fp32 weights (bf16 only inside the update, ``losses.update_precision``)."""
     if name == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "bfloat16-autocast": torch.float32}[name]
-
-
-class Distributed:
-    """Rank/world of a ``torchrun`` launch (gloo on CPU, nccl on GPU); a single process otherwise."""
-
-    def __init__(self) -> None:
-        self.world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.rank = int(os.environ.get("RANK", "0"))
-        if self.world > 1 and not torch.distributed.is_initialized():
-            backend = "nccl" if torch.cuda.is_available() else "gloo"
-            torch.distributed.init_process_group(backend)
-
-    @property
-    def main(self) -> bool:
-        """Whether this process is rank 0, the one that logs and saves."""
-        return self.rank == 0
-
-    def sum(self, value: float) -> float:
-        """``value`` summed over every rank."""
-        if self.world == 1:
-            return value
-        tensor = torch.tensor([value], dtype=torch.float64)
-        torch.distributed.all_reduce(tensor)
-        return float(tensor)
-
-    def gather(self, obj: Any) -> list[Any]:
-        """``obj`` of every rank, in rank order."""
-        if self.world == 1:
-            return [obj]
-        out: list[Any] = [None] * self.world
-        torch.distributed.all_gather_object(out, obj)
-        return out
-
-    def sum_grads(self, params: list[torch.nn.Parameter]) -> None:
-        """Sum the parameters' gradients over every rank (a parameter without a gradient contributes zeros)."""
-        if self.world == 1:
-            return
-        for p in params:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-            torch.distributed.all_reduce(p.grad)
 
 
 class MetricsWriter:
@@ -176,8 +129,8 @@ class Trainer:
     def __init__(self, config: PPOConfig) -> None:
         transformers = _lazy_transformers()
         self.config = config
-        self.dist = Distributed()
-        self.device = resolve_device(config.device)
+        self.dist = Distributed(config.device, config.data_parallel)
+        self.device = self.dist.device
         dtype = resolve_dtype(config.dtype, self.device)
         if config.cpu_threads:
             torch.set_num_threads(config.cpu_threads)
@@ -197,6 +150,15 @@ class Trainer:
         if config.advantage == "gae":
             backbone = transformers.AutoModelForCausalLM.from_pretrained(config.model, **load)
             self.critic = B.ValueModel(backbone).to(self.device)
+        # what the update's forward and backward run through: the models themselves in one process, else under
+        # the data-parallel engine; the optimisers come after it (FSDP2 turns the parameters into shards)
+        self.train_policy = self.dist.wrap(SpanLogprobs(self.policy))
+        self.train_critic = self.dist.wrap(self.critic, unused_parameters=True) if self.critic else None
+        if self.dist.sharded:  # FSDP2 makes the first module run its root: the engine, not a layer in a rollout
+            with torch.no_grad():
+                for engine in filter(None, self._engines):
+                    engine([[0, 0]], [[(1, 2)]])
+        if self.critic is not None:
             self.critic_optimizer = torch.optim.AdamW(
                 self.critic.parameters(), lr=config.critic_lr, eps=config.adam_eps
             )
@@ -222,16 +184,23 @@ class Trainer:
         return self.out_dir / checkpoint.FILENAME
 
     def save(self) -> None:
-        """Write the checkpoint (rank 0 only), atomically: an interrupted save keeps the previous one."""
+        """Write the checkpoint (rank 0; under FSDP2 every rank first hands in its shards), atomically: an
+        interrupted save keeps the previous one."""
+        if not (self.dist.main or self.dist.sharded):
+            return
+        policy, optimizer = self.dist.state_dicts(self.policy, self.optimizer)
+        critic, critic_optimizer = (None, None)
+        if self.critic is not None:
+            critic, critic_optimizer = self.dist.state_dicts(self.critic, self.critic_optimizer)
         if not self.dist.main:
             return
         state = {
             "next_iteration": self.next_iteration,
             "config": json.loads(self.config.to_json()),
-            "policy": self.policy.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "critic": self.critic.state_dict() if self.critic else None,
-            "critic_optimizer": self.critic_optimizer.state_dict() if self.critic_optimizer else None,
+            "policy": policy,
+            "optimizer": optimizer,
+            "critic": critic,
+            "critic_optimizer": critic_optimizer,
         }
         checkpoint.save(self.checkpoint_path, state)
 
@@ -245,11 +214,10 @@ class Trainer:
             return False
         state = checkpoint.load(self.checkpoint_path)
         try:
-            self.policy.load_state_dict(state["policy"])
-            self.optimizer.load_state_dict(state["optimizer"])
+            self.dist.load_state_dicts(self.policy, self.optimizer, state["policy"], state["optimizer"])
             if self.critic is not None and state["critic"] is not None:
-                self.critic.load_state_dict(state["critic"])
-                self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+                self.dist.load_state_dicts(self.critic, self.critic_optimizer, state["critic"],
+                                           state["critic_optimizer"])  # fmt: skip
             self.next_iteration = int(state["next_iteration"])
         except (KeyError, TypeError, ValueError, RuntimeError) as error:  # another model's, or a forged one
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -285,6 +253,7 @@ class Trainer:
         """Roll out, filter the groups, update on the kept ones; returns the iteration's logged row."""
         cfg = self.config
         start = time.perf_counter()
+        self.dist.unshard(self._engines)  # FSDP2: whole weights for this rank's own forwards, until the update
         local = self._rollouts(iteration)
         rollout_s = time.perf_counter() - start
         everyone = [e for part in self.dist.gather([(e.group, e.sample, e.episode_return, e.success) for e in local])
@@ -296,9 +265,9 @@ class Trainer:
             ITERATION: iteration,
             SUCCESS: float(np.mean([ok for *_, ok in everyone])),
             RETURN: float(returns.mean()),
-            "rollout/turns": float(np.mean([len(e.turns) for e in local])),
-            "rollout/response_tokens": float(np.mean([len(t.response_ids) for e in local for t in e.turns])),
-            TOKEN_ENTROPY: _mean_or_nan([h for e in local for t in e.turns for h in t.sample_entropies]),
+            "rollout/turns": self._mean([len(e.turns) for e in local]),
+            "rollout/response_tokens": self._mean([len(t.response_ids) for e in local for t in e.turns]),
+            TOKEN_ENTROPY: self._mean([h for e in local for t in e.turns for h in t.sample_entropies]),
             "timing/rollout_s": rollout_s,
         }
         if self.engine is not None:  # the weight sync before these rollouts, and its probe's parity
@@ -332,11 +301,25 @@ class Trainer:
                 rows, scorer, self.critic, self.reference, cfg.temperature, cfg.micro_batch_size, cfg.dtype
             )
             B.fill_advantages(chosen, by_episode, cfg, reduce=self.dist.sum)
+        self.dist.reshard(self._engines)
+        if not stats.empty:
             log.update(self._update(rows, iteration))
         log["timing/update_s"] = time.perf_counter() - update_start
         tokens = self.dist.sum(float(sum(len(t.response_ids) for e in local for t in e.turns)))
         log["perf/rollout_tokens_per_s"] = tokens / max(rollout_s, 1e-9)
         return log
+
+    def _mean(self, values: list[float]) -> float:
+        """The mean of every rank's ``values`` (NaN when there are none)."""
+        if self.dist.world == 1:
+            return _mean_or_nan(values)
+        count = self.dist.sum(float(len(values)))
+        return self.dist.sum(float(np.sum(values))) / count if count else float("nan")
+
+    @property
+    def _engines(self) -> tuple:
+        """The models as the update runs them (see ``__init__``)."""
+        return (self.train_policy, self.train_critic)
 
     def gradient_buckets(self, episodes: list, returns: np.ndarray, groups: list[int]) -> dict[str, float]:
         """Task/entropy/KL gradient norms per reward-std bucket on these (pre-filter) episodes, with their own
@@ -371,6 +354,8 @@ class Trainer:
         value_total = 0.0
         steps = 0
         params = [p for p in self.policy.parameters() if p.requires_grad]
+        idle = B.Row(-1, 0, [0, 0], [(1, 2)], advantages=torch.zeros(1), old_values=torch.zeros(1),
+                     returns=torch.zeros(1))  # fmt: skip
         global_rows = int(self.dist.sum(float(len(rows))))
         num_minibatches = max(1, -(-global_rows // cfg.minibatch_size))
         update_start = time.perf_counter()
@@ -384,25 +369,32 @@ class Trainer:
                 self.optimizer.zero_grad(set_to_none=True)
                 if self.critic_optimizer:
                     self.critic_optimizer.zero_grad(set_to_none=True)
-                for micro in B.micro_batches(mb, cfg.micro_batch_size):
-                    loss, stats = L.policy_loss(micro, self.policy, cfg, denominator)
-                    loss.backward()
+                micros = B.micro_batches(mb, cfg.micro_batch_size)
+                # every rank runs as many passes as the busiest one: the engine reduces the gradients in the last
+                # pass (FSDP2 gathers weights in every pass), so a rank with fewer rows adds idle passes
+                passes = self.dist.max(len(micros))
+                for index in range(passes):
+                    with self.dist.accumulate(self._engines, last=index == passes - 1):
+                        if index >= len(micros):
+                            self._idle_pass(idle)
+                            continue
+                        micro = micros[index]
+                        loss, stats = L.policy_loss(micro, self.train_policy, cfg, denominator)
+                        loss.backward()
+                        if self.critic is not None:
+                            v_loss = L.critic_loss(micro, self.train_critic, cfg, tokens)
+                            v_loss.backward()
+                            value_total += float(v_loss.detach()) * tokens
                     pg_total += stats["pg_loss"]
                     totals["losses/approx_kl"] += stats["approx_kl"]
                     totals["losses/clipfrac"] += stats["clipfrac"]
                     totals["losses/entropy"] += stats["entropy"]
                     token_total += sum(r.length for r in micro)
                     sequence_total += sum(len(r.sequence) for r in micro)
-                    if self.critic is not None:
-                        v_loss = L.critic_loss(micro, self.critic, cfg, tokens)
-                        v_loss.backward()
-                        value_total += float(v_loss.detach()) * tokens
-                self.dist.sum_grads(params)
                 torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
                 self.optimizer.step()
                 if self.critic is not None:
                     critic_params = list(self.critic.parameters())
-                    self.dist.sum_grads(critic_params)
                     torch.nn.utils.clip_grad_norm_(critic_params, cfg.max_grad_norm)
                     self.critic_optimizer.step()
                 steps += 1
@@ -416,6 +408,15 @@ class Trainer:
         out["perf/train_positions_per_s"] = self.dist.sum(sequence_total) / max(elapsed, 1e-9)
         out["losses/optimizer_steps"] = steps
         return out
+
+    def _idle_pass(self, row) -> None:
+        """A forward and backward that adds nothing to the gradients (zero-weighted), for a rank with fewer
+        micro-batches than another: the engine's collectives need every rank in every pass, in the same order
+        (the policy's backward, then the critic's)."""
+        loss, _ = L.policy_loss([row], self.train_policy, self.config, 1.0)
+        (loss * 0.0).backward()
+        if self.critic is not None:
+            (L.critic_loss([row], self.train_critic, self.config, 1.0) * 0.0).backward()
 
     def train(self, resume: bool = True, on_row: Callable[[dict], None] | None = None) -> list[dict[str, float]]:
         """Run (or continue) the configured iterations; returns the logged rows of this call. ``on_row`` (rank 0)
