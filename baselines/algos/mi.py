@@ -148,6 +148,26 @@ def mi_family(
     them. ``schemes`` overrides ``options.schemes`` (the probe's first-turn family).
     """
     records = episode_records(episodes, spec)
+    return records_family(
+        policy, tokenizer, records, spec, options, draws, model=model, threads=threads, prefix=prefix, schemes=schemes
+    )
+
+
+def records_family(
+    policy,
+    tokenizer,
+    records: list[EpisodeRecord],
+    spec: RolloutSpec,
+    options: MIOptions,
+    draws: int | np.random.Generator,
+    *,
+    model: str = "",
+    threads: int = 0,
+    prefix: str = BATCH,
+    schemes: Sequence[str] | None = None,
+) -> dict[str, float]:
+    """:func:`mi_family` of episodes already written as harness records (TRL's ``environment_factory`` path writes
+    them from its tool-calling rollouts); ``spec`` gives the temperature and the run seed."""
     agent = policy_agent(policy, tokenizer, spec.temperature, model=model, threads=threads)
     if isinstance(draws, np.random.Generator):
         run_seed = int(draws.integers(2**62))

@@ -77,6 +77,33 @@ def probe_batch(tokenizer, config) -> tuple[list[list[int]], list[tuple[int, int
     return sequences, spans
 
 
+def sample_with_llm(
+    vllm, llm, prompts: list[list[int]], seeds: list[int], *, temperature: float, max_new_tokens: int
+) -> list[Decoded]:
+    """One continuation of each prompt id list by ``llm`` (any ``vllm.LLM``: the learner's engine, TRL's colocated
+    one), seeded per request, ending at ``</answer>`` (kept) or EOS, with the sampled tokens' log-probs."""
+    params = [
+        vllm.SamplingParams(
+            temperature=temperature,
+            max_tokens=max_new_tokens,
+            logprobs=0,
+            stop=[STOP_TEXT],
+            include_stop_str_in_output=True,
+            seed=seed % SEED_MODULUS,
+        )  # fmt: skip
+        for seed in seeds
+    ]
+    outputs = seeded_generate(vllm, llm, [{"prompt_token_ids": p} for p in prompts], params)
+    sampled = []
+    for out in outputs:
+        completion = out.outputs[0]
+        ids = tuple(completion.token_ids)
+        logprobs = [float(step[token].logprob) for token, step in zip(ids, completion.logprobs or [], strict=True)]
+        stopped = completion.finish_reason == "stop"
+        sampled.append(Decoded(ids, tuple(logprobs), (), stopped))  # vLLM returns no full entropies
+    return sampled
+
+
 class VLLMEngine:
     """One colocated engine for the whole run; see the module docstring."""
 
@@ -141,26 +168,9 @@ class VLLMEngine:
     def sample(self, prompts: list[list[int]], seeds: list[int]) -> list[Decoded]:
         """One continuation per prompt id list, seeded per request, with sampled-token log-probs."""
         cfg = self.config
-        params = [
-            self.vllm.SamplingParams(
-                temperature=cfg.temperature,
-                max_tokens=cfg.max_new_tokens,
-                logprobs=0,
-                stop=[STOP_TEXT],
-                include_stop_str_in_output=True,
-                seed=seed % SEED_MODULUS,
-            )  # fmt: skip
-            for seed in seeds
-        ]
-        outputs = seeded_generate(self.vllm, self.llm, [{"prompt_token_ids": p} for p in prompts], params)
-        sampled = []
-        for out in outputs:
-            completion = out.outputs[0]
-            ids = tuple(completion.token_ids)
-            logprobs = [float(step[token].logprob) for token, step in zip(ids, completion.logprobs or [], strict=True)]
-            stopped = completion.finish_reason == "stop"
-            sampled.append(Decoded(ids, tuple(logprobs), (), stopped))  # vLLM returns no full entropies
-        return sampled
+        return sample_with_llm(
+            self.vllm, self.llm, prompts, seeds, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens
+        )
 
     def collect(self, iteration: int, groups: list[int]) -> list[Episode]:
         """The shared rollout loop, sampling with the engine."""

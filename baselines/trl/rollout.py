@@ -3,8 +3,10 @@
 TRL hands the function the prompts of its batch (each dataset row repeated ``num_generations`` times in a row)
 and nothing else, so every prompt carries its env seed (:func:`baselines.trl.dataset.make_dataset`). The
 episodes are played by the learner's own rollout loop (:func:`baselines.ppo.rollout.collect_rollouts`): the
-harness's RAGEN prompts through the tokenizer's chat template, the ``<think>`` prefill, the shared seeded
-decoder with per-episode KV reuse, turn-synchronous batches. A run of identical prompts is one group: the
+harness's RAGEN prompts through the tokenizer's chat template, the ``<think>`` prefill, turn-synchronous batches,
+sampled where TRL samples its own completions (:mod:`baselines.trl.generation`: the policy inside TRL's
+``unwrap_model_for_generation`` with the shared seeded decoder, or TRL's vLLM engine or server with
+``use_vllm=True``). A run of identical prompts is one group: the
 same seed, ``num_generations`` samples.
 
 Each episode becomes one TRL row: ``prompt_ids`` are turn 1's prompt (chat template and prefill included),
@@ -23,6 +25,7 @@ from typing import Any
 from baselines.algos.rollout import RolloutSpec
 from baselines.env_check import check_env, check_seed
 from baselines.ppo.rollout import Episode, collect_rollouts
+from baselines.trl.generation import check_generation, episode_sampling
 from harness.seeding import derive_seed
 from harness.training_log import SUCCESS
 
@@ -89,11 +92,7 @@ class EnvRollout:
         """The rollout settings of ``trainer``'s arguments; raises ``ValueError`` for an option the adapter cannot
         honour."""
         args = trainer.args
-        if getattr(trainer, "use_vllm", False):
-            raise ValueError(
-                "use_vllm=True is not supported by the ragen rollout_func: it samples with the policy in-process "
-                "(the shared seeded decoder); set use_vllm=False"
-            )
+        check_generation(trainer)
         for name, neutral in (("top_p", 1.0), ("top_k", 0), ("min_p", None), ("repetition_penalty", 1.0)):
             value = getattr(args, name, neutral)
             if value not in (neutral, None) and not (name == "top_k" and value in (0, -1)):
@@ -120,24 +119,22 @@ class EnvRollout:
                 runs[-1] = (seed, runs[-1][1] + 1)
             else:
                 runs.append((seed, 1))
-        model = trainer.accelerator.unwrap_model(trainer.model)
         tokenizer = trainer.processing_class
         # sampling seeds: a function of the run seed, this call and the process, never of the batch layout
         iteration = derive_seed("trl-rollout", self.seed, self.calls, trainer.accelerator.process_index) % (2**31)
         episodes_of_run: dict[int, list[Episode]] = {}
-        was_training = model.training
-        model.eval()
-        try:
-            for count in sorted({c for _, c in runs}):
+        counts = sorted({c for _, c in runs})
+        settings = {count: self.settings(trainer, count) for count in counts}  # refusals before any sampling
+        first = settings[counts[0]]
+        with episode_sampling(trainer, first.temperature, first.max_new_tokens) as (model, sampler):
+            for count in counts:
                 members = [i for i, (_, c) in enumerate(runs) if c == count]
                 played = collect_rollouts(
-                    model, tokenizer, self.settings(trainer, count), iteration, members,
+                    model, tokenizer, settings[count], iteration, members, sampler=sampler,
                     env_seeds=[runs[i][0] for i in members],
                 )  # fmt: skip
                 for episode in played:
                     episodes_of_run.setdefault(episode.group, []).append(episode)
-        finally:
-            model.train(was_training)
         episodes = [e for i in range(len(runs)) for e in sorted(episodes_of_run[i], key=lambda e: e.sample)]
         self.trainer = trainer
         self.last = RolloutBatch(self.calls, trainer.state.global_step, episodes)

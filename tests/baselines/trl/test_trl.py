@@ -45,7 +45,7 @@ def _trainer(tmp_path, **config):
     args = GRPOConfig(
         output_dir=str(tmp_path), use_cpu=True, per_device_train_batch_size=GROUPS * SAMPLES, num_generations=SAMPLES,
         max_steps=2, logging_steps=1, learning_rate=5e-5, seed=0, save_strategy="no", max_completion_length=40,
-        gradient_checkpointing=False, dataloader_num_workers=0, **{"report_to": "none", **config},
+        dataloader_num_workers=0, **{"report_to": "none", "gradient_checkpointing": False, **config},
     )  # fmt: skip
     mi = MICallback(rollout, every=1, samples=16)
     trainer = RecordingTrainer(
@@ -288,3 +288,25 @@ def test_the_random_drop_control_and_mi_options_reach_trl(tmp_path):
     every_column = family(replace(options, columns=None))
     # column sampling moves the estimate by more than twice that precision
     assert any(abs(again[k] - every_column[k]) > 0.02 for k in again if k.endswith("mi_estimate"))
+
+
+def test_episodes_are_sampled_the_way_trl_generates(tmp_path):
+    """Inside TRL's ``unwrap_model_for_generation``: gradient checkpointing (GRPOConfig's default) off and no
+    gradients while the policy samples, both restored afterwards; observed with a forward hook on the policy."""
+    torch.set_num_threads(1)
+    trainer, rollout, _ = _trainer(tmp_path, gradient_checkpointing=True)
+    args = trainer.args
+    policy = trainer.accelerator.unwrap_model(trainer.model)
+    policy.gradient_checkpointing_enable(args.gradient_checkpointing_kwargs)  # as Trainer.train() does first
+    policy.train()
+    assert policy.is_gradient_checkpointing and policy.training
+    seen = []
+    hook = policy.register_forward_pre_hook(
+        lambda module, _: seen.append((module.is_gradient_checkpointing, torch.is_grad_enabled(), module.training))
+    )
+    try:
+        rollout(trainer.train_dataset["prompt"][:2], trainer)
+    finally:
+        hook.remove()
+    assert seen and set(seen) == {(False, False, False)}
+    assert policy.is_gradient_checkpointing and policy.training
