@@ -33,6 +33,8 @@ MODEL = str(TINY_MODEL)
 ENV = "ragen/Sokoban-v0"
 LOGPROB_TOLERANCE = 2e-3
 """fp32 on both sides: a token off by one position, or a prompt token scored as sampled, is off by nats."""
+BF16_MEAN_GAP, BF16_MAX_GAP = 0.02, 0.2
+"""The same comparison when vLLM runs the model in bf16 (its default for an fp32 checkpoint)."""
 
 
 def _teacher_forced(model, episode, tokenizer):
@@ -78,9 +80,13 @@ def test_a_grpo_step_samples_episodes_from_trls_colocated_engine(tmp_path):
     row = next(r for r in trainer.state.log_history if "loss" in r)
     assert math.isfinite(row["loss"]) and row["rollout/filter_kept_ratio"] == 1.0
     assert len(rollout.last.episodes) == 8 and any(len(e.turns) == 2 for e in rollout.last.episodes)
-    # TRL's own check of the adapter's rows: sampled-token log-probs against the policy's, over env_mask 1 only
-    assert row["sampling/sampling_logp_difference/max"] < LOGPROB_TOLERANCE, row
-    assert row["sampling/importance_sampling_ratio/mean"] == pytest.approx(1.0, abs=LOGPROB_TOLERANCE)
+    # TRL's own check of the adapter's rows: sampled-token log-probs against the policy's, over env_mask 1 only.
+    # TRL builds its engine without a dtype, so vLLM runs the fp32 checkpoint in bf16: gaps of a few hundredths
+    # (a token scored one position off, or an env token scored as sampled, is off by nats)
+    gaps = {k: v for k, v in row.items() if k.startswith("sampling/")}
+    assert gaps["sampling/sampling_logp_difference/mean"] < BF16_MEAN_GAP, gaps
+    assert gaps["sampling/sampling_logp_difference/max"] < BF16_MAX_GAP, gaps
+    assert gaps["sampling/importance_sampling_ratio/mean"] == pytest.approx(1.0, abs=0.1), gaps
 
 
 def _free_port() -> int:
@@ -113,7 +119,7 @@ def vllm_server(tmp_path_factory):
             try:
                 client = VLLMClient(base_url=f"http://127.0.0.1:{port}", connection_timeout=5)
                 break
-            except ConnectionError:
+            except OSError:  # requests' ConnectionError: not up yet
                 if time.monotonic() > deadline:
                     pytest.fail(f"the vLLM server did not come up in 300 s: {log.read_text()[-3000:]}")
         yield client
