@@ -17,6 +17,14 @@ from harness.records import EpisodeRecord, TurnRecord
 from harness.transcript import Transcript
 from ragen_envs.parsing import reasoning_of
 
+__all__ = [
+    "LiveEpisode",
+    "StepResult",
+    "finish",
+    "play_lockstep",
+    "turn_record",
+]
+
 StepResult = tuple[str, SupportsFloat, bool, bool, dict[str, Any]]
 """What ``env.step`` returns: (observation, reward, terminated, truncated, info)."""
 

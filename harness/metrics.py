@@ -25,6 +25,27 @@ import numpy as np
 
 from harness.records import EpisodeRecord, TurnRecord
 
+__all__ = [
+    "Estimate",
+    "Metric",
+    "MetricUnavailable",
+    "Unavailable",
+    "episode_metrics",
+    "invalid_action_rate",
+    "lookup",
+    "mean_return",
+    "mean_tokens",
+    "mean_turns",
+    "metric",
+    "pass_at_k",
+    "pass_at_k_unbiased",
+    "registry",
+    "reward_std_in_group",
+    "success_rate",
+    "token_entropy",
+    "zero_variance_groups",
+]
+
 
 class MetricUnavailable(Exception):
     """The records cannot support this metric (the message says why); report it as unavailable, never as 0."""

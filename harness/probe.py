@@ -27,6 +27,14 @@ import numpy as np
 import ragen_envs  # noqa: F401  (registers the ids)
 from harness.training_log import CEILING, SHARED_FEATURES
 
+__all__ = [
+    "batch_ceilings",
+    "feature_ceilings",
+    "probe_seeds",
+    "prompt_features",
+    "shares_features",
+]
+
 PROBE_SCAN = 4096
 """Env seeds examined (from the start seed on) when looking for pairwise-distinguishable prompts."""
 

@@ -42,9 +42,24 @@ from typing import Any, NotRequired, TypedDict, get_args, get_origin, get_type_h
 
 import orjson
 
+__all__ = [
+    "CONFIG",
+    "EPISODES",
+    "SUMMARY",
+    "EpisodeRecord",
+    "EpisodeWriter",
+    "RecordsCorrupt",
+    "TurnRecord",
+    "read_episodes",
+    "sort_episodes",
+]
+
 CONFIG = "config.json"
+"""A run folder's config file: everything needed to rerun it."""
 EPISODES = "episodes.jsonl"
+"""A run folder's episode log: one JSON line per finished episode."""
 SUMMARY = "summary.json"
+"""A run folder's summary: per env × agent metrics with standard errors."""
 
 
 class RecordsCorrupt(ValueError):

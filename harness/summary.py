@@ -21,6 +21,11 @@ from harness.config import RunConfig
 from harness.mi import COLLAPSE_KEYS, COLLAPSE_SEQ_KEYS, SCHEMES, collapse_for
 from harness.records import EpisodeRecord, sort_episodes
 
+__all__ = [
+    "row_metrics",
+    "summarize",
+]
+
 MI_KEYS = COLLAPSE_KEYS + COLLAPSE_SEQ_KEYS
 
 

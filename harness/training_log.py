@@ -11,6 +11,19 @@ episode records are defined once in :mod:`harness.records`. The MI family of a b
 
 from __future__ import annotations
 
+__all__ = [
+    "BATCH",
+    "CEILING",
+    "ITERATION",
+    "METRICS_FILE",
+    "PROBE",
+    "RETURN",
+    "SHARED_FEATURES",
+    "SUCCESS",
+    "TOKEN_ENTROPY",
+    "mi_key",
+]
+
 METRICS_FILE = "metrics.jsonl"
 """The log file in a learner run's folder; its presence marks the folder as a learner run."""
 

@@ -1,3 +1,4 @@
 """The single source of the package version (pyproject.toml reads it from here)."""
 
 __version__ = "0.1.0"
+"""The package's version."""

@@ -28,6 +28,17 @@ from typing import Any
 
 from ragen_envs.parsing import RESPONSE_FORMATS
 
+__all__ = [
+    "EnvConfig",
+    "TurnConfig",
+    "argument",
+    "argument_fields",
+    "check_choice",
+    "check_range",
+    "derived",
+    "is_argument",
+]
+
 
 def check_range(
     name: str, value: Any, low: float | None = None, high: float | None = None, *, integer: bool = False

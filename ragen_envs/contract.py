@@ -37,6 +37,27 @@ from gymnasium.error import ResetNeeded
 
 from ragen_envs.core import INFO_KEYS, TextEnv
 
+__all__ = [
+    "CHECKS",
+    "TOOL_FORMAT_CHECKS",
+    "ContractError",
+    "check_text_env",
+    "check_gymnasium_api",
+    "check_same_seed_same_episode",
+    "check_seeds_differ",
+    "check_pickle_round_trip",
+    "check_oracle_solves",
+    "check_invalid_format",
+    "check_refused_tool_calls",
+    "check_truncation",
+    "check_step_before_reset",
+    "check_hostile_responses",
+    "check_unknown_kwarg",
+    "hostile_responses",
+    "play",
+    "play_in_subprocess",
+]
+
 JUNK_RESPONSES = ("", "<answer>", "<think>a</think>", "<think></think><answer>  </answer>", "hello")
 INVALID_RESPONSES = ("", "no tags at all", "<think>only thinking</think>", "<answer>x",
                      "<think>a</think>text<answer>b</answer>")  # fmt: skip
@@ -340,6 +361,7 @@ CHECKS: tuple[Callable[..., None], ...] = (
     check_oracle_solves, check_invalid_format, check_truncation, check_step_before_reset, check_hostile_responses,
     check_unknown_kwarg,
 )  # fmt: skip
+"""Every check of the contract, in the order ``check_text_env`` runs them."""
 TOOL_FORMAT_CHECKS: tuple[Callable[..., None], ...] = (
     check_gymnasium_api, check_same_seed_same_episode, check_pickle_round_trip, check_oracle_solves,
     check_invalid_format, check_refused_tool_calls, check_truncation, check_hostile_responses,

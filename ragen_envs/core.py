@@ -77,6 +77,7 @@ from ragen_envs.tools import (
 # the box-on-target mark. Everything an env emits must be in here; envs may add to it via ``extra_charset``.
 TEXT_CHARSET = frozenset(string.printable + "√×÷−–—‘’“”…•·°€£¥≤≥≠≈±²³½¼¾")
 MAX_OBSERVATION_CHARS = 1 << 17
+"""The longest observation an env may emit (its ``observation_space`` bound)."""
 MAX_RESPONSE_CHARS = 1 << 14  # the size of action_space samples, not a limit on what step() accepts
 
 _OUTSIDE_CHARSET: dict[frozenset[str], re.Pattern[str]] = {}
@@ -100,6 +101,7 @@ def clean_observation(text: str, outside: re.Pattern[str]) -> str:
 
 
 INFO_KEYS = ("success", "action_is_valid", "action_is_effective", "parsed_actions", "turn")
+"""The keys every env's step ``info`` carries."""
 
 
 @dataclass(frozen=True)

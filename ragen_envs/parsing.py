@@ -28,7 +28,20 @@ from typing import Any, NamedTuple
 
 import orjson
 
+__all__ = [
+    "RESPONSE_FORMATS",
+    "ParsedResponse",
+    "decode_tool_call",
+    "format_instructions",
+    "format_response",
+    "normalize_action",
+    "parse_response",
+    "reasoning_of",
+    "split_actions",
+]
+
 RESPONSE_FORMATS = ("think", "answer", "raw", "tool")
+"""The response formats an env accepts (its ``response_format`` argument)."""
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"

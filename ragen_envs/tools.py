@@ -23,6 +23,16 @@ from typing import Any
 
 from ragen_envs.parsing import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, decode_tool_call, tool_call_bodies
 
+__all__ = [
+    "DEFAULT_TOOLS",
+    "ActionTool",
+    "read_tool_call",
+    "read_tool_calls",
+    "tool_instructions",
+    "tool_schemas",
+    "write_tool_calls",
+]
+
 
 @dataclass(frozen=True)
 class ActionTool:

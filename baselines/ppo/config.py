@@ -20,7 +20,15 @@ from baselines.algos.rollout import RolloutSpec
 from baselines.algos.sections import accepts_flat_keys, flat_names, resolve_sections
 from ragen_envs.core import check_choice, check_range
 
+__all__ = [
+    "ADVANTAGES",
+    "PRESETS",
+    "PPOConfig",
+    "preset",
+]
+
 ADVANTAGES = ("gae", "grpo", "drgrpo")
+"""The advantage estimators (``PPOConfig.advantage``)."""
 KL_TYPES = ("kl", "low_var_kl")
 LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
 DEFAULT_AGGREGATION = {"gae": "token-mean", "grpo": "seq-mean-token-mean", "drgrpo": "seq-mean-token-sum"}
@@ -196,6 +204,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         iterations=12, minibatch_size=64, micro_batch_size=16, mi_every=3, mi_samples=32, dtype="float32", cpu_threads=1,
     ),
 }  # fmt: skip
+"""Named learner settings (``harness train NAME``), each a dict of ``PPOConfig`` fields."""
 
 
 def preset(name: str, **overrides: Any) -> PPOConfig:

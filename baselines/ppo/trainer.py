@@ -46,6 +46,11 @@ from baselines.ppo.tracking import open_trackers, parse_report_to
 from harness.seeding import derive_seed
 from harness.training_log import ITERATION, METRICS_FILE, RETURN, SUCCESS, TOKEN_ENTROPY
 
+__all__ = [
+    "MetricsWriter",
+    "Trainer",
+]
+
 
 def _lazy_transformers():
     try:

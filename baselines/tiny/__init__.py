@@ -8,5 +8,6 @@ offline like any checkpoint: ``AutoModelForCausalLM.from_pretrained(MODEL_DIR)``
 from pathlib import Path
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"
+"""The shipped tiny model's folder (weights, tokenizer, chat template)."""
 
 __all__ = ["MODEL_DIR"]

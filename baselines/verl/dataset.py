@@ -16,6 +16,7 @@ from typing import Any
 from baselines.env_check import check_env, check_seed, first_turn_chat
 
 AGENT_NAME = "ragen_agent"
+"""The name verl's agent-loop registry knows our loop by."""
 
 
 def dataset_rows(

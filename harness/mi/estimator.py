@@ -286,7 +286,9 @@ COLLAPSE_KEYS = (
     "retrieval_accuracy", "retrieval_accuracy@2", "retrieval_accuracy@4", "retrieval_accuracy@8", "retrieval_chance",
     "distinct_prompts",
 )  # fmt: skip
+"""The MI family's per-token readings, in the order reports show them."""
 COLLAPSE_SEQ_KEYS = ("mi_estimate_seq", "cond_entropy_estimate_seq", "reasoning_entropy_estimate_seq", "mi_zscore_seq")
+"""The MI family's per-sequence readings (the ``_seq`` variants)."""
 
 
 class ZScoreEMA:

@@ -30,6 +30,7 @@ from harness.records import EpisodeRecord
 from harness.transcript import record_messages
 
 SCHEMES = ("first_turn", "trajectory")
+"""The pair-sampling schemes: first-turn pairs and trajectory-uniform pairs."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ragen_envs.core import check_range
 
 VIOLATIONS = ("timeout", "memory", "processes", "output", "file_size")
+"""The limits a run can break, as ``Result.violation`` names them."""
 START_MARK = "\x1eragen-sandbox: program started\x1e"
 """What the launcher writes to stderr just before the program runs. The host strips it and starts the wall clock
 there, so ``wall_s`` is the program's own time on every backend, whatever the backend's set-up took."""
