@@ -118,10 +118,14 @@ def server_client(trainer):
     generation = trainer.vllm_generation
     if trainer.accelerator.is_main_process:
         return generation.vllm_client
-    from trl.generation.vllm_client import VLLMClient
+    client = getattr(generation, "_ragen_client", None)
+    if client is None:  # made once per process: the client checks the server's health when built
+        from trl.generation.vllm_client import VLLMClient
 
-    base_url = generation.server_base_url or f"http://{generation.server_host}:{generation.server_port}"
-    return VLLMClient(base_url=base_url, connection_timeout=generation.server_timeout)
+        base_url = generation.server_base_url or f"http://{generation.server_host}:{generation.server_port}"
+        client = VLLMClient(base_url=base_url, connection_timeout=generation.server_timeout)
+        generation._ragen_client = client
+    return client
 
 
 def decoded_from_server(output: dict, tokenizer) -> Decoded:
