@@ -7,8 +7,9 @@
 3. peak memory: the device's (``nvidia-smi``, sampled; vLLM's engine is another process) or, on CPU, the
    largest resident set of this process and its children.
 
-    bash benchmarks/gpu_check.sh                    # on a CUDA machine with vLLM installed, < 8 minutes
-    bash benchmarks/gpu_check.sh --dry-run          # the same steps on CPU with the tiny model (.venv-vllm)
+    bash benchmarks/gpu_check.sh                    # every GPU path, this script's steps among them
+    python benchmarks/gpu_ppo_check.py --dry-run    # on CPU with the tiny model (the vLLM steps from .venv-vllm)
+    torchrun --nproc_per_node 2 benchmarks/gpu_ppo_check.py --skip-agent --backend transformers  # 2 ranks
 
 Results go to ``--out`` as JSON and are printed. Uses the shipped tiny model's tokenizer (vocab 2k), so the
 parameters sit in the transformer layers.
@@ -104,7 +105,7 @@ def agent_run(model: str, out: Path, episodes: int, max_new_tokens: int, agent_o
             "summary": summary}  # fmt: skip
 
 
-def ppo_run(model: str, out: Path, backend: str, iterations: int, dry_run: bool) -> dict:
+def ppo_run(model: str, out: Path, backend: str, iterations: int, dry_run: bool, data_parallel: str = "ddp") -> dict:
     from baselines.ppo.config import preset
     from baselines.ppo.trainer import Trainer
 
@@ -117,7 +118,8 @@ def ppo_run(model: str, out: Path, backend: str, iterations: int, dry_run: bool)
         )
     config = preset(
         "paper", model=model, env_id="ragen/Sokoban-v0", iterations=iterations, filter_value=1.0, mi_every=1,
-        out_dir=str(out / f"ppo-{backend}"), tensorboard=False, generation_backend=backend, **sizes,
+        out_dir=str(out / f"ppo-{backend}"), tensorboard=False, generation_backend=backend, data_parallel=data_parallel,
+        **sizes,
     )  # fmt: skip
     trainer = Trainer(config)
     try:
@@ -128,6 +130,8 @@ def ppo_run(model: str, out: Path, backend: str, iterations: int, dry_run: bool)
         trainer.close()
     return {
         "backend": backend,
+        "ranks": trainer.dist.world,
+        "data_parallel": data_parallel if trainer.dist.world > 1 else None,
         "iterations": iterations,
         "wall_s": wall,
         "rollout_tokens_per_s": [r["perf/rollout_tokens_per_s"] for r in rows],
@@ -146,8 +150,17 @@ def main() -> int:
     parser.add_argument("--backend", default="vllm", choices=("vllm", "transformers"))
     parser.add_argument("--dry-run", action="store_true", help="on CPU with the tiny model and small sizes")
     parser.add_argument("--skip-agent", action="store_true", help="only the learner")
+    parser.add_argument("--data-parallel", default="ddp", choices=("ddp", "fsdp2"), help="the engine under torchrun")
+    parser.add_argument("--build-model", metavar="DIR", help="only write the config model to DIR (for verl's check)")
     args = parser.parse_args()
+    import os
+
     import torch
+
+    if args.build_model:
+        print(build_model(Path(args.build_model)))
+        return 0
+    main_rank = os.environ.get("RANK", "0") == "0"  # under torchrun every rank trains, rank 0 reports
 
     if not args.dry_run and not torch.cuda.is_available():
         raise SystemExit("this check needs a CUDA GPU (or --dry-run on CPU with the tiny model)")
@@ -163,9 +176,11 @@ def main() -> int:
             opts = ["max_model_len=2048"] if args.dry_run else ["max_model_len=4096", "gpu_memory_utilization=0.4"]
             agent = agent_run(model, tmp, 2 if args.dry_run else 16, 48 if args.dry_run else 128, opts)
             result["agent"] = {k: v for k, v in agent.items() if k != "summary"}
-        result["ppo"] = ppo_run(model, tmp, args.backend, args.iterations, args.dry_run)
+        result["ppo"] = ppo_run(model, tmp, args.backend, args.iterations, args.dry_run, args.data_parallel)
     result["peak_memory_gib"] = memory.peak if torch.cuda.is_available() else cpu_peak_rss_gib()
     result["peak_memory_of"] = "device (nvidia-smi)" if torch.cuda.is_available() else "largest process RSS"
+    if not main_rank:
+        return 0
     Path(args.out).write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))
     return 0
