@@ -172,6 +172,17 @@ def loads_line(line: bytes) -> Any:
     return json.loads(line)
 
 
+def read_run_json(path: Path, missing: str, unreadable: str) -> Any:
+    """One JSON file of a run folder, read with the errors a user can act on: ``FileNotFoundError(missing)`` when
+    it is absent, ``ValueError`` naming the file, the parse error and ``unreadable`` (the fix) when it is not JSON."""
+    if not path.exists():
+        raise FileNotFoundError(missing)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc}); {unreadable}") from None
+
+
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON to ``path`` via a temp file and rename, so readers never see half a file."""
     tmp = path.with_name(path.name + ".tmp")

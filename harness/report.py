@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from harness.mi import FEW_PROMPTS, SCHEMES
-from harness.records import SUMMARY, EpisodeRecord, write_json_atomic
+from harness.records import SUMMARY, EpisodeRecord, read_run_json, write_json_atomic
 
 REPORT_EXTRA = "pip install 'ragen-envs[report]'"
 
@@ -470,12 +470,11 @@ def write_report(
 def load_summary(run_dir: Path) -> dict[str, Any]:
     """A finished run's summary.json; raises an error naming the fix when it is missing or not a summary."""
     path = Path(run_dir) / SUMMARY
-    if not path.exists():
-        raise FileNotFoundError(f"{run_dir}: no {SUMMARY} (is the run finished? resume it with --resume {run_dir})")
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc}); rewrite it with `harness run --resume {run_dir}`") from None
+    summary = read_run_json(
+        path,
+        f"{run_dir}: no {SUMMARY} (is the run finished? resume it with --resume {run_dir})",
+        f"rewrite it with `harness run --resume {run_dir}`",
+    )
     if not isinstance(summary, dict) or not isinstance(summary.get("rows"), list):
         raise ValueError(f"{path}: not a harness summary (no 'rows' list)")
     return summary

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
-import json
 import platform
 import re
 import subprocess
@@ -39,6 +38,7 @@ from harness.records import (
     episode_key,
     loads_line,
     read_episodes,
+    read_run_json,
     write_json_atomic,
 )
 from harness.rollout import EnvPool, Job, chunk_jobs, plan_jobs, rollout_chunk
@@ -128,12 +128,9 @@ def default_run_id(config: RunConfig, out: Path) -> str:
 def load_config(run_dir: Path) -> tuple[RunConfig, dict[str, Any]]:
     """The RunConfig and the full config document of an existing run folder."""
     path = run_dir / CONFIG
-    if not path.exists():
-        raise FileNotFoundError(f"{run_dir} is not a run folder: {CONFIG} is missing")
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc}); the run folder's config cannot be read") from None
+    document = read_run_json(
+        path, f"{run_dir} is not a run folder: {CONFIG} is missing", "the run folder's config cannot be read"
+    )
     if not isinstance(document, dict) or not isinstance(document.get("run"), dict):
         raise ValueError(f"{path}: not a harness run config (no 'run' object); was it written by `harness run`?")
     try:

@@ -228,6 +228,19 @@ class CappedOutput:
         """The stderr stream ended: keep the bytes held back as a possible start of the mark."""
         self.stderr += self.clock.leftover()
 
+    def captured(self, returncode: int, timed_out: bool, started: float, cpu_s: float = 0.0) -> Captured:
+        """What the run left, once it has exited: the kept output, its exit code and its wall time since
+        ``started``."""
+        return Captured(
+            stdout=bytes(self.stdout),
+            stderr=bytes(self.stderr),
+            returncode=returncode,
+            timed_out=timed_out,
+            output_exceeded=self.exceeded,
+            wall_s=time.monotonic() - started,
+            cpu_s=cpu_s,
+        )
+
 
 def supervise(proc: subprocess.Popen, limits: Limits, kill: Callable[[], None], started: float) -> Captured:
     """Read ``proc``'s stdout/stderr (pipes) until it exits, killing it at the deadline or on too much output.
@@ -274,15 +287,7 @@ def supervise(proc: subprocess.Popen, limits: Limits, kill: Callable[[], None], 
         sel.close()
         proc.stdout.close()
         proc.stderr.close()
-    return Captured(
-        stdout=bytes(output.stdout),
-        stderr=bytes(output.stderr),
-        returncode=status,
-        timed_out=timed_out,
-        output_exceeded=output.exceeded,
-        wall_s=time.monotonic() - started,
-        cpu_s=cpu_s,
-    )
+    return output.captured(status, timed_out, started, cpu_s)
 
 
 def _wait(proc: subprocess.Popen, deadline: float | None) -> tuple[int | None, float]:

@@ -314,14 +314,7 @@ class DockerBackend(Backend):
             timed_out = True
             _kill(container)
             status = container.wait(timeout=120)["StatusCode"]
-        return Captured(
-            stdout=bytes(output.stdout),
-            stderr=bytes(output.stderr),
-            returncode=status,
-            timed_out=timed_out,
-            output_exceeded=output.exceeded,
-            wall_s=time.monotonic() - started,
-        )
+        return output.captured(status, timed_out, started)
 
     def close(self) -> None:
         """Backend protocol's close: close the Docker client."""

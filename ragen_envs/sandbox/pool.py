@@ -285,18 +285,7 @@ class PoolBackend(Backend):
         healthy = not (timed_out or output.exceeded or broken) and status is not None and clean is True
         if not healthy:
             member.stop()  # the run is still going, the zygote is gone or the member is dirty: it is discarded
-        return (
-            Captured(
-                stdout=bytes(output.stdout),
-                stderr=bytes(output.stderr),
-                returncode=int(exit_code),
-                timed_out=timed_out,
-                output_exceeded=output.exceeded,
-                wall_s=time.monotonic() - started,
-                cpu_s=float(cpu_s),
-            ),
-            healthy,
-        )
+        return output.captured(int(exit_code), timed_out, started, float(cpu_s)), healthy
 
     def close(self) -> None:
         """Backend protocol's close: kill every pool member (further runs raise)."""

@@ -171,17 +171,28 @@ def page() -> str:
                   *table, "", decision(results), "", "### Secondary: mixed model over iterations", "",
                   *mixed_model(by_cell), ""]  # fmt: skip
         groups = {cell: list(runs.values()) for cell, runs in by_cell.items() if runs}
-        if groups:
-            plot = plot_curves(groups, CURVES_PNG, CURVE_KEYS, "Bandit, tiny model, GRPO at c*: mean, band = min-max")
-            lines += [f"![curves]({plot.name})" if plot else "(plots need matplotlib)", ""]
+        lines += curves(groups, CURVES_PNG, "Bandit, tiny model, GRPO at c*: mean, band = min-max")
     return "\n".join(lines) + "\n"
+
+
+def curves(groups: dict[str, list[list[dict]]], path, title: str) -> list[str]:
+    """The page's lines showing the runs' curves (plotted to ``path``), or none while no run has finished."""
+    if not groups:
+        return []
+    plot = plot_curves(groups, path, CURVE_KEYS, title)
+    return [f"![curves]({plot.name})" if plot else "(plots need matplotlib)", ""]
+
+
+def write_page(path, text: str) -> int:
+    """Write a results page and say so; the exit code."""
+    path.write_text(text)
+    print(f"wrote {path.relative_to(ROOT)}")
+    return 0
 
 
 def main() -> int:
     """Write the page (and the curves once stage 1 has data)."""
-    PAGE.write_text(page())
-    print(f"wrote {PAGE.relative_to(ROOT)}")
-    return 0
+    return write_page(PAGE, page())
 
 
 if __name__ == "__main__":

@@ -13,11 +13,8 @@ from __future__ import annotations
 import time
 
 from baselines.ppo.experiments import template_pilots as P
-from baselines.ppo.experiments.driver import ROOT
-from baselines.ppo.experiments.runaway_report import CURVE_KEYS, RUN_HEADER, commits, run_line
-from harness.training_report import plot_curves
+from baselines.ppo.experiments.runaway_report import RESULTS, RUN_HEADER, commits, curves, run_line, write_page
 
-RESULTS = ROOT / "docs" / "results"
 PAGE = RESULTS / "template_pilots.md"
 CURVES_PNG = RESULTS / "template_pilots_curves.png"
 NAMES = {"drgrpo": "Dr.GRPO", "ppo": "PPO", "grpo": "GRPO"}
@@ -69,17 +66,13 @@ def page() -> str:
         lines += [f"The pattern appeared in {label(found)}: the runaway design's two stages are to be run in its "
                   "setting as a new pre-registered design.", ""]  # fmt: skip
     groups = {label(run): [rows] for run, rows in finished.items()}
-    if groups:
-        plot = plot_curves(groups, CURVES_PNG, CURVE_KEYS, "FrozenLake, tiny model, seed 0: one line per pilot")
-        lines += [f"![curves]({plot.name})" if plot else "(plots need matplotlib)", ""]
+    lines += curves(groups, CURVES_PNG, "FrozenLake, tiny model, seed 0: one line per pilot")
     return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     """Write the page (and the curves once a pilot has finished)."""
-    PAGE.write_text(page())
-    print(f"wrote {PAGE.relative_to(ROOT)}")
-    return 0
+    return write_page(PAGE, page())
 
 
 if __name__ == "__main__":
