@@ -32,27 +32,44 @@ SERVER_CONCURRENCY = 32
 
 def check_generation(trainer) -> None:
     """Raise ``ValueError`` for a trainer set-up the adapter's sampling cannot follow, naming the fix."""
-    dist = trainer._dist
-    if trainer.use_vllm:
-        generation = trainer.vllm_generation
-        if generation.mode == "colocate" and generation.tensor_parallel_size > 1:
-            raise ValueError(
-                f"vllm_tensor_parallel_size={generation.tensor_parallel_size} in colocate mode is not supported by the "
-                "ragen rollout_func (every rank of a tensor-parallel group would have to play the same turns in "
-                "lockstep): serve the model with vllm_mode='server', or set vllm_tensor_parallel_size=1"
+    dist, generation = trainer._dist, getattr(trainer, "vllm_generation", None)
+    refusal = generation_refusal(
+        use_vllm=trainer.use_vllm,
+        vllm_mode=generation.mode if trainer.use_vllm else None,
+        tensor_parallel=generation.tensor_parallel_size if trainer.use_vllm else 1,
+        fsdp=dist.is_fsdp,
+        zero3=dist.is_zero3,
+        ds3_gather=trainer.args.ds3_gather_for_generation,
+    )
+    if refusal:
+        raise ValueError(refusal)
+
+
+def generation_refusal(
+    *, use_vllm: bool, vllm_mode: str | None, tensor_parallel: int, fsdp: bool, zero3: bool, ds3_gather: bool
+) -> str | None:
+    """Why the adapter cannot sample episodes under this TRL set-up, with the fix; None when it can (the rule of
+    :func:`check_generation`, on the settings it reads)."""
+    if use_vllm:
+        if vllm_mode == "colocate" and tensor_parallel > 1:
+            return (
+                f"vllm_tensor_parallel_size={tensor_parallel} in colocate mode is not supported by the ragen "
+                "rollout_func (every rank of a tensor-parallel group would have to play the same turns in lockstep): "
+                "serve the model with vllm_mode='server', or set vllm_tensor_parallel_size=1"
             )
-        return
-    if dist.is_fsdp:
-        raise ValueError(
+        return None
+    if fsdp:
+        return (
             "FSDP with use_vllm=False is not supported by the ragen rollout_func: sharded forward passes need every "
             "process to run the same number of them, and episodes differ in length per process; set use_vllm=True "
             "(TRL gathers the full weights into vLLM), or use DeepSpeed ZeRO-3"
         )
-    if dist.is_zero3 and not trainer.args.ds3_gather_for_generation:
-        raise ValueError(
+    if zero3 and not ds3_gather:
+        return (
             "ds3_gather_for_generation=False is not supported by the ragen rollout_func (partitioned forward passes "
             "need every process to run the same number of them): set ds3_gather_for_generation=True"
         )
+    return None
 
 
 @contextmanager

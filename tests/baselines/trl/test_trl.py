@@ -310,3 +310,31 @@ def test_episodes_are_sampled_the_way_trl_generates(tmp_path):
         hook.remove()
     assert seen and set(seen) == {(False, False, False)}
     assert policy.is_gradient_checkpointing and policy.training
+
+
+@pytest.mark.parametrize(
+    "setup, refused",
+    [
+        (dict(use_vllm=False, vllm_mode=None, tensor_parallel=1, fsdp=False, zero3=False, ds3_gather=True), None),
+        (dict(use_vllm=False, vllm_mode=None, tensor_parallel=1, fsdp=False, zero3=True, ds3_gather=True), None),
+        (dict(use_vllm=True, vllm_mode="colocate", tensor_parallel=1, fsdp=True, zero3=False, ds3_gather=True), None),
+        (dict(use_vllm=True, vllm_mode="server", tensor_parallel=4, fsdp=False, zero3=True, ds3_gather=False), None),
+        (
+            dict(use_vllm=True, vllm_mode="colocate", tensor_parallel=2, fsdp=False, zero3=False, ds3_gather=True),
+            "vllm_mode='server', or set vllm_tensor_parallel_size=1",
+        ),
+        (
+            dict(use_vllm=False, vllm_mode=None, tensor_parallel=1, fsdp=True, zero3=False, ds3_gather=True),
+            "set use_vllm=True",
+        ),
+        (
+            dict(use_vllm=False, vllm_mode=None, tensor_parallel=1, fsdp=False, zero3=True, ds3_gather=False),
+            "set ds3_gather_for_generation=True",
+        ),
+    ],
+)
+def test_set_ups_the_sampling_cannot_follow_are_refused_with_the_fix(setup, refused):
+    from baselines.trl.generation import generation_refusal
+
+    reason = generation_refusal(**setup)
+    assert (reason is None) if refused is None else (refused in reason)
