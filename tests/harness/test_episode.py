@@ -5,7 +5,6 @@ played by the same loop, are harness records that replay."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 from harness.cli import main
 
@@ -43,6 +42,7 @@ class _CharTokenizer:
 def test_the_learners_episodes_are_harness_records_that_replay():
     """The learner plays through the same loop: each episode carries the harness's record of it, whose turns are
     the learner's samples and which the leaderboard's replay accepts as is."""
+    from baselines.algos.rollout import RolloutSpec
     from baselines.ppo.rollout import collect_rollouts
     from harness.lm.generation import Decoded
     from harness.records import dumps_line, loads_line
@@ -55,9 +55,7 @@ def test_the_learners_episodes_are_harness_records_that_replay():
         texts = [f"go</think><answer>{moves[seed % 4]}</answer>" for seed in seeds]
         return [Decoded((*map(ord, t), 0), (-0.5,) * (len(t) + 1), (0.25,) * (len(t) + 1), True) for t in texts]
 
-    config = SimpleNamespace(
-        env_id="ragen/FrozenLake-v0", env_kwargs={}, max_turns=4, seed=0, samples_per_prompt=2, context_turns=1
-    )
+    config = RolloutSpec(env_id="ragen/FrozenLake-v0", max_turns=4, seed=0, samples_per_prompt=2, context_turns=1)
     episodes = collect_rollouts(None, _CharTokenizer(), config, 0, [0, 1, 2], sampler=sampler)
     replayer = Replayer(context_turns=1)
     assert any(len(e.turns) > 1 for e in episodes)
