@@ -51,9 +51,29 @@ def _teacher_forced(model, episode, tokenizer):
 
 
 def test_a_grpo_step_samples_episodes_from_trls_colocated_engine(tmp_path):
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
     from tests.helpers.vllm_lane import require_vllm
 
     require_vllm()
+    # In a process of its own: the trainer's in-process engine keeps its KV cache until that process ends, and the
+    # lane's later engines would not find the memory for theirs.
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        row, episodes, two_turns = pool.submit(_colocated_step, str(tmp_path)).result()
+    assert math.isfinite(row["loss"]) and row["rollout/filter_kept_ratio"] == 1.0
+    assert episodes == 8 and two_turns
+    # TRL's own check of the adapter's rows: sampled-token log-probs against the policy's, over env_mask 1 only.
+    # TRL builds its engine without a dtype, so vLLM runs the fp32 checkpoint in bf16: gaps of a few hundredths
+    # (a token scored one position off, or an env token scored as sampled, is off by nats)
+    gaps = {k: v for k, v in row.items() if k.startswith("sampling/")}
+    assert gaps["sampling/sampling_logp_difference/mean"] < BF16_MEAN_GAP, gaps
+    assert gaps["sampling/sampling_logp_difference/max"] < BF16_MAX_GAP, gaps
+    assert gaps["sampling/importance_sampling_ratio/mean"] == pytest.approx(1.0, abs=0.1), gaps
+
+
+def _colocated_step(out_dir: str) -> tuple[dict, int, bool]:
+    """One GRPO step with TRL's colocated engine: the step's log row, the episodes played, whether one had 2 turns."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
 
@@ -64,7 +84,7 @@ def test_a_grpo_step_samples_episodes_from_trls_colocated_engine(tmp_path):
     torch.manual_seed(0)
     rollout = EnvRollout(ENV, max_turns=2, max_new_tokens=24, seed=3)
     args = GRPOConfig(
-        output_dir=str(tmp_path), use_cpu=True, per_device_train_batch_size=8, num_generations=4, max_steps=1,
+        output_dir=out_dir, use_cpu=True, per_device_train_batch_size=8, num_generations=4, max_steps=1,
         logging_steps=1, learning_rate=5e-5, seed=0, save_strategy="no", max_completion_length=48,
         gradient_checkpointing=False, report_to="none", use_vllm=True, vllm_mode="colocate",
         vllm_gpu_memory_utilization=0.1, vllm_max_model_length=2048,
@@ -78,15 +98,8 @@ def test_a_grpo_step_samples_episodes_from_trls_colocated_engine(tmp_path):
     trainer._last_loaded_step = 0  # step 0's sync would copy the checkpoint the engine loaded (see the docstring)
     trainer.train()
     row = next(r for r in trainer.state.log_history if "loss" in r)
-    assert math.isfinite(row["loss"]) and row["rollout/filter_kept_ratio"] == 1.0
-    assert len(rollout.last.episodes) == 8 and any(len(e.turns) == 2 for e in rollout.last.episodes)
-    # TRL's own check of the adapter's rows: sampled-token log-probs against the policy's, over env_mask 1 only.
-    # TRL builds its engine without a dtype, so vLLM runs the fp32 checkpoint in bf16: gaps of a few hundredths
-    # (a token scored one position off, or an env token scored as sampled, is off by nats)
-    gaps = {k: v for k, v in row.items() if k.startswith("sampling/")}
-    assert gaps["sampling/sampling_logp_difference/mean"] < BF16_MEAN_GAP, gaps
-    assert gaps["sampling/sampling_logp_difference/max"] < BF16_MAX_GAP, gaps
-    assert gaps["sampling/importance_sampling_ratio/mean"] == pytest.approx(1.0, abs=0.1), gaps
+    episodes = rollout.last.episodes
+    return dict(row), len(episodes), any(len(e.turns) == 2 for e in episodes)
 
 
 def _free_port() -> int:
