@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.seeding import derive_seed
 from ragen_envs.core import check_choice, check_range
 
 PROB_MODES = ("linear", "softmax")
@@ -192,9 +193,15 @@ def select_groups(returns: np.ndarray, options: FilterOptions | None = None, **f
     return np.sort(order[:count])
 
 
+def drop_draws(seed: int, step: int) -> np.random.Generator:
+    """The random-drop control's generator for one training step of a run seeded ``seed``: every trainer draws
+    from this one, so a rerun (and the same seed and step in another trainer) drops the same groups."""
+    return np.random.default_rng(derive_seed("train-random-drop", seed, int(step)))
+
+
 def choose_groups(returns: np.ndarray, options: FilterOptions, rng: np.random.Generator) -> np.ndarray:
     """The groups to train on: :func:`select_groups`, or with ``selection="random"`` as many groups drawn from
-    ``rng`` (a generator each trainer seeds by its run seed and step, so a rerun draws the same groups)."""
+    ``rng`` (each trainer's :func:`drop_draws` for its run seed and step)."""
     kept = select_groups(returns, options)
     if options.selection == "random":
         return random_groups(len(returns), len(kept), rng)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from baselines.algos.filter import choose_groups, filter_stats
+from baselines.algos.filter import choose_groups, drop_draws, filter_stats
 from baselines.algos.mi import mi_family
 from baselines.algos.returns import group_returns
 from baselines.ppo import batch as B
@@ -285,10 +285,7 @@ class Trainer:
                 log.update(self.probe(iteration))
             log["timing/mi_s"] = time.perf_counter() - mi_start
 
-        drawn = np.random.default_rng(
-            derive_seed("train-random-drop", cfg.seed, iteration)
-        )  # filter.selection="random"
-        kept = choose_groups(returns, cfg.filter, drawn)
+        kept = choose_groups(returns, cfg.filter, drop_draws(cfg.seed, iteration))
         stats = filter_stats(returns, kept)
         log.update(stats.metrics())
 

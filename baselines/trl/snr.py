@@ -20,9 +20,8 @@ import dataclasses
 import numpy as np
 import torch
 
-from baselines.algos.filter import FilterOptions, choose_groups, filter_stats
+from baselines.algos.filter import FilterOptions, choose_groups, drop_draws, filter_stats
 from baselines.trl.compat import require_trl
-from harness.seeding import derive_seed
 
 require_trl()
 from trl import GRPOTrainer  # noqa: E402
@@ -65,8 +64,7 @@ class SNRFilterGRPOTrainer(GRPOTrainer):
         weights = self.reward_weights.to(self._gathered_rewards.device).unsqueeze(0)
         returns = (self._gathered_rewards * weights).nansum(dim=1).view(-1, self.num_generations)
         returns = returns.double().cpu().numpy()  # (groups, samples)
-        drawn = np.random.default_rng(derive_seed("train-random-drop", self.args.seed, self.state.global_step))
-        kept = choose_groups(returns, self.filter, drawn)
+        kept = choose_groups(returns, self.filter, drop_draws(self.args.seed, self.state.global_step))
         stats = filter_stats(returns, kept)
         keep_group = np.zeros(len(returns))
         keep_group[kept] = 1.0

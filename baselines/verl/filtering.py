@@ -27,11 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from baselines.algos.filter import FilterOptions, choose_groups, filter_stats, group_spread
+from baselines.algos.filter import FilterOptions, choose_groups, drop_draws, filter_stats, group_spread
 from baselines.algos.mi import MIOptions
 from baselines.algos.returns import group_returns
 from baselines.algos.sections import accepts_flat_keys, resolve_sections
-from harness.seeding import derive_seed
 from ragen_envs.core import check_choice, check_range
 
 APPLY = ("trim", "mask")
@@ -226,8 +225,7 @@ def select(returns: np.ndarray, options: RagenOptions, step: int = 0) -> np.ndar
     control drawn by ``ragen.filter.seed`` and ``step``), or every group when the filter is off."""
     if not options.filter_enable:
         return np.arange(len(returns))
-    drawn = np.random.default_rng(derive_seed("train-random-drop", options.filter_seed, int(step)))
-    return choose_groups(returns, options.filter, drawn)
+    return choose_groups(returns, options.filter, drop_draws(options.filter_seed, step))
 
 
 def trim_to(kept: np.ndarray, count: int, returns: np.ndarray, spread: str) -> np.ndarray:
