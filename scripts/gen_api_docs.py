@@ -91,29 +91,25 @@ def resolve(module: str, name: str, seen: frozenset = frozenset()) -> Entry:
     tree = parse(module)
     is_package = module_file(module).name == "__init__.py"
     body = tree.body
-    for i, node in enumerate(body):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+    i = definition(body, name)
+    if i is not None:
+        node = body[i]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             doc = ast.get_docstring(node)
             if not doc:
                 raise ApiError(f"{module}.{name}: a public {type(node).__name__[:-3].lower()} without a docstring")
             return Entry(name, "class" if isinstance(node, ast.ClassDef) else "function", first_line(doc))
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            targets = [node.target.id]
-        if name in targets:
-            after = body[i + 1] if i + 1 < len(body) else None
-            doc = after.value.value if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) else None
-            if not isinstance(doc, str):
-                doc = comment_of(module_file(module).read_text(encoding="utf-8").split("\n"), node)
-            if not doc:
-                raise ApiError(f"{module}.{name}: a public name without a docstring or a comment saying what it is")
-            value = node.value
-            alias = isinstance(value, ast.Subscript) or (
-                isinstance(value, ast.Call) and getattr(value.func, "id", "") in ("TypedDict", "NamedTuple", "TypeVar")
-            )
-            return Entry(name, "type" if alias else "constant", first_line(doc))
+        after = body[i + 1] if i + 1 < len(body) else None
+        doc = after.value.value if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) else None
+        if not isinstance(doc, str):
+            doc = comment_of(module_file(module).read_text(encoding="utf-8").split("\n"), node)
+        if not doc:
+            raise ApiError(f"{module}.{name}: a public name without a docstring or a comment saying what it is")
+        value = node.value
+        alias = isinstance(value, ast.Subscript) or (
+            isinstance(value, ast.Call) and getattr(value.func, "id", "") in ("TypedDict", "NamedTuple", "TypeVar")
+        )
+        return Entry(name, "type" if alias else "constant", first_line(doc))
     for node in body:
         if isinstance(node, ast.ImportFrom):
             source = absolute(module, node, is_package)
@@ -124,7 +120,7 @@ def resolve(module: str, name: str, seen: frozenset = frozenset()) -> Entry:
                     return resolve(source, alias.name, seen | {(module, name)})
     if is_package:  # a lazy export (a module-level __getattr__ importing it from one of the package's modules)
         homes = [f"{module}.{path.stem}" for path in sorted(module_file(module).parent.glob("*.py"))
-                 if path.stem != "__init__" and defines(parse(f"{module}.{path.stem}"), name)]  # fmt: skip
+                 if path.stem != "__init__" and definition(parse(f"{module}.{path.stem}").body, name) is not None]  # fmt: skip
         if len(homes) == 1:
             return resolve(homes[0], name, seen | {(module, name)})
     raise ApiError(f"{module}.{name}: listed in __all__ but defined nowhere in the source")
@@ -143,14 +139,17 @@ def comment_of(lines: list[str], node: ast.stmt) -> str | None:
     return trailing.strip() if hash_ and "fmt:" not in trailing else None
 
 
-def defines(tree: ast.Module, name: str) -> bool:
-    """Whether a module defines ``name`` at its top level (a class, a function or an assignment)."""
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-            return True
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
-            return True
-    return False
+def definition(body: list[ast.stmt], name: str) -> int | None:
+    """The index of the top-level statement that defines ``name`` (a class, a function or an assignment), if any."""
+    for i, node in enumerate(body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == name:
+                return i
+        elif isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            return i
+        elif isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == name:
+            return i
+    return None
 
 
 def page() -> str:
