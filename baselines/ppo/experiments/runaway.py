@@ -133,19 +133,27 @@ def harmed(rows: list[dict]) -> bool:
     return bool(np.isfinite(start) and np.isfinite(late) and late <= HARMED * start)
 
 
+def success_change(rows: list[dict]) -> tuple[float, float] | None:
+    """(iteration 0's success, the window's mean success), or None until the run has both."""
+    by_iteration = {row["iteration"]: row for row in rows}
+    late = [by_iteration[i]["rollout/success"] for i in range(WINDOW[0], WINDOW[1] + 1) if i in by_iteration]
+    if not late or 0 not in by_iteration:
+        return None
+    return by_iteration[0]["rollout/success"], float(np.mean(late))
+
+
 def strict_collapse(rows: list[dict]) -> bool:
     """Whether a run shows strict template collapse (``STRICT``): input dependence lost, format and success kept."""
     raw = "probe_first_turn/retrieval_accuracy"
     rate = "probe_first_turn/valid_rate"
-    success = "rollout/success"
-    by_iteration = {row["iteration"]: row for row in rows}
-    late_success = [by_iteration[i][success] for i in range(WINDOW[0], WINDOW[1] + 1) if i in by_iteration]
-    if not late_success or 0 not in by_iteration:
+    success = success_change(rows)
+    if success is None:
         return False
+    start, late = success
     return bool(
         window_mean(rows, raw) <= STRICT["retrieval_drop"] * start_value(rows, raw)
         and window_mean(rows, rate) >= STRICT["reasoning_rate"]
-        and np.mean(late_success) >= STRICT["success_kept"] * by_iteration[0][success]
+        and late >= STRICT["success_kept"] * start
     )
 
 

@@ -38,8 +38,6 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
 from baselines.ppo.experiments import runaway
 from baselines.ppo.experiments.driver import MODEL as MODEL  # the model its runs train (a test points it elsewhere)
 from baselines.ppo.experiments.driver import ROOT, DesignRun, cli, copy_reused_run, execute_run, load_run, split_done
@@ -92,12 +90,8 @@ def strict(rows: list[dict]) -> bool:
 
 def ran_away(rows: list[dict]) -> bool:
     """Whether a pilot's success fell to ≤ ``RAN_AWAY`` × iteration 0 over the window (a runaway, not collapse)."""
-    by_iteration = {row["iteration"]: row for row in rows}
-    lo, hi = runaway.WINDOW
-    late = [by_iteration[i]["rollout/success"] for i in range(lo, hi + 1) if i in by_iteration]
-    if not late or 0 not in by_iteration:
-        return False
-    return bool(np.mean(late) <= RAN_AWAY * by_iteration[0]["rollout/success"])
+    success = runaway.success_change(rows)
+    return success is not None and bool(success[1] <= RAN_AWAY * success[0])
 
 
 def search(finished: dict[Run, list[dict]]) -> tuple[Run | None, str]:
