@@ -93,8 +93,17 @@ class Distributed:
         self.device = torch.device(self.plan.device)
         if self.device.type == "cuda" and self.device.index is not None:
             torch.cuda.set_device(self.device)  # NCCL and the object collectives use the current device
-        if self.world > 1 and not torch.distributed.is_initialized():
+        self._owns_group = self.world > 1 and not torch.distributed.is_initialized()
+        if self._owns_group:
             torch.distributed.init_process_group(self.plan.backend)
+
+    def close(self) -> None:
+        """Destroy the process group this object started, after a barrier (idempotent): a gloo group left to
+        interpreter exit can abort the process as its background threads are torn down mid-collective."""
+        if self._owns_group and torch.distributed.is_initialized():
+            torch.distributed.barrier()
+            torch.distributed.destroy_process_group()
+        self._owns_group = False
 
     @property
     def main(self) -> bool:

@@ -444,7 +444,9 @@ class Trainer:
         return logged
 
     def close(self) -> None:
-        """Release the vLLM engine (its processes and scratch checkpoint), if any. Idempotent."""
+        """Release the vLLM engine (its processes and scratch checkpoint), if any, and the process group of a
+        multi-process run. Idempotent."""
         if self.engine is not None:
             self.engine.close()
             self.engine = None
+        self.dist.close()

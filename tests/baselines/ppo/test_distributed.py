@@ -66,6 +66,7 @@ rows = trainer.train(resume=False)
 policy, _ = trainer.dist.state_dicts(trainer.policy, trainer.optimizer)  # FSDP2: every rank hands in its shards
 if trainer.dist.main:
     torch.save({{"policy": policy, "rows": rows}}, {out!r})
+trainer.close()  # the process group goes with a barrier, not with interpreter exit
 """
 
 
