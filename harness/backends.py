@@ -1,7 +1,10 @@
-"""Where chunks run: in the parent (``workers=1``), in spawned local processes, or as Ray tasks.
+"""Where chunks run and the MI family is scored: in the parent (``workers=1``), in spawned local processes, or
+as Ray tasks.
 
 Every backend hands back episodes.jsonl lines through ``emit(agent_spec, lines)``; the parent is their only writer. Workers
-build their agent and env pool once per process (Ray reuses worker processes too).
+build their agent and env pool once per process (Ray reuses worker processes too); a local pool's workers then score the
+MI family of every (agent, env) batch with the agents they rolled out with (:func:`score_processes`), the same pure
+:func:`score_batch` a Ray task runs, so the numbers are those the parent would compute.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness.agents.base import Agent
@@ -83,23 +86,20 @@ def execute_serial(config: RunConfig, chunks: list[list[Job]], agents: dict[str,
             emit(spec, [dumps_line(record)])
 
 
-def execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, emit: Callable) -> None:
-    """Roll the chunks out in ``workers`` spawned processes; hands each chunk's lines to ``emit(agent_spec, lines)`` as it finishes."""
+@contextlib.contextmanager
+def process_pool(workers: int) -> Iterator[Any]:
+    """A pool of up to ``workers`` spawned local processes (:func:`_worker_init`) for the block, shared by the
+    rollouts and the MI family so each worker builds its agents once; processes start as work arrives, so a
+    run with fewer chunks than ``workers`` starts fewer. Ctrl-C or a failure kills the workers at once."""
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import ProcessPoolExecutor
 
-    config_json = json.dumps(config.to_json())
     # spawn, not fork: a forked torch (or a forked thread pool) can deadlock, and spawn is what Ray does too.
     context = multiprocessing.get_context("spawn")
     executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),))
     try:
-        agent_of = {executor.submit(run_chunk_lines, config_json, [j.key for j in c]): c[0].agent for c in chunks}
-        pending = set(agent_of)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                emit(agent_of[future], future.result())
-    except BaseException:  # Ctrl-C or a failed chunk: stop the workers now instead of waiting for their chunks
+        yield executor
+    except BaseException:  # Ctrl-C or a failed task: stop the workers now instead of waiting for their tasks
         processes = list((executor._processes or {}).values())  # no public API kills a pool's running workers
         results = executor._result_queue  # shutdown drops the executor's reference; its manager thread keeps one
         manager = executor._executor_manager_thread  # likewise
@@ -118,6 +118,26 @@ def execute_processes(config: RunConfig, chunks: list[list[Job]], workers: int, 
             manager.join(timeout=30)
         raise
     executor.shutdown()
+
+
+def _as_completed(pool: Any, calls: list[tuple[Any, Callable, tuple]]) -> Iterator[tuple[Any, Any]]:
+    """Submit ``(key, function, args)`` calls to ``pool`` in order; yield ``(key, result)`` as each finishes."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    key_of = {pool.submit(function, *args): key for key, function, args in calls}
+    pending = set(key_of)
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            yield key_of[future], future.result()
+
+
+def execute_processes(config: RunConfig, chunks: list[list[Job]], pool: Any, emit: Callable) -> None:
+    """Roll the chunks out in a :func:`process_pool`; hands each chunk's lines to ``emit(agent_spec, lines)`` as it finishes."""
+    config_json = json.dumps(config.to_json())
+    calls = [(c[0].agent, run_chunk_lines, (config_json, [j.key for j in c])) for c in chunks]
+    for spec, lines in _as_completed(pool, calls):
+        emit(spec, lines)
 
 
 def task_resources(spec: str, options: AgentOptions, cluster_gpus: float) -> dict[str, float]:
@@ -177,6 +197,32 @@ def score_batch(config_json: str, spec: str, episodes: list) -> dict:
     if spec not in agents:
         agents[spec] = make_agent(spec, config.agent_options)
     return collapse_for(agents[spec], episodes, config.seed, config.mi_samples, config.mi_columns)
+
+
+def scoring_cost(episodes: list, mi_samples: int) -> float:
+    """A rough size of one batch's MI scoring, to start the largest first: the distinct (context, reasoning)
+    pairs of the trajectory scheme (at most ``mi_samples`` turns, each under every other) times a turn's mean
+    characters (its new user message and its reasoning)."""
+    turns = [turn for episode in episodes for turn in episode["turns"]]
+    if not turns:
+        return 0.0
+    chars = sum(len(turn.get("user") or "") + len(turn.get("reasoning") or "") for turn in turns) / len(turns)
+    return min(mi_samples, len(turns)) ** 2 * chars
+
+
+def score_processes(config: RunConfig, batches: dict[tuple[str, str], list], pool: Any,
+                    done: Callable[[tuple[str, str], dict], None] | None = None) -> dict:  # fmt: skip
+    """The MI family of every batch, each scored by :func:`score_batch` in a :func:`process_pool`'s worker, keyed
+    like ``batches``; ``done(key, family)`` as each finishes. The largest batches (:func:`scoring_cost`) start
+    first, so the workers do not wait at the end on one that started last."""
+    config_json = json.dumps(config.to_json())
+    order = sorted(batches, key=lambda key: -scoring_cost(batches[key], config.mi_samples))
+    scored = {}
+    for key, family in _as_completed(pool, [(key, score_batch, (config_json, key[0], batches[key])) for key in order]):
+        scored[key] = family
+        if done is not None:
+            done(key, family)
+    return scored
 
 
 def score_ray(config: RunConfig, batches: dict[tuple[str, str], list], address: str, workers: int) -> dict:

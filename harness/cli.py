@@ -38,7 +38,7 @@ from harness.config import (
     baseline_plan,
     preset_config,
 )
-from harness.threads import threads_argument
+from harness.threads import DEFAULT_WORKERS, threads_argument, workers_argument
 from ragen_envs import resolve_env_id
 from ragen_envs.parsing import RESPONSE_FORMATS
 
@@ -119,7 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--mi-columns", type=int, default=None, help="score each reasoning under its own + C-1 random prompts (>= 2)"
     )
-    run.add_argument("--workers", type=int, default=1, help="local worker processes, >= 1 (default 1)")
+    run.add_argument(
+        "--workers",
+        type=workers_argument,
+        default=DEFAULT_WORKERS,
+        help="local worker processes, each rolling out and scoring the MI family with its own copy of the agents: N or "
+        "'auto' (default: the cores idle at start, at most one per chunk); one thread each, so unlike --threads a "
+        "busy box loses little (see harness/threads.py), but each loads its own model",
+    )
     run.add_argument(
         "--threads",
         type=threads_argument,

@@ -2,7 +2,8 @@
 
 A run is a list of episode jobs (agent, env, env seed, sample) split into chunks of ``batch_size``
 consecutive jobs of one (agent, env). A chunk is rolled out in lockstep (:mod:`harness.rollout`) by the
-parent (``workers=1``), a local process pool, or Ray tasks (:mod:`harness.backends`). Every response's sampling seed is
+parent (``workers=1``), a local process pool, or Ray tasks (:mod:`harness.backends`), and the MI family is scored
+where the agents are (a local pool's workers, a GPU agent's Ray tasks, else the parent). Every response's sampling seed is
 a pure function of the run seed and (env, env seed, sample, turn), so the episodes, and therefore the
 summary, are identical whatever the backend and worker count. The parent is the only writer of
 episodes.jsonl: it appends each finished episode's line and flushes.
@@ -27,7 +28,15 @@ import gymnasium as gym
 
 from harness.agents.base import Agent
 from harness.agents.registry import make_agent
-from harness.backends import execute_processes, execute_ray, execute_serial, ray_session, score_ray
+from harness.backends import (
+    execute_processes,
+    execute_ray,
+    execute_serial,
+    process_pool,
+    ray_session,
+    score_processes,
+    score_ray,
+)
 from harness.config import RunConfig
 from harness.mi import SCHEMES
 from harness.progress import Progress
@@ -194,7 +203,7 @@ def run(
     *,
     run_id: str | None = None,
     resume: Path | str | None = None,
-    workers: int = 1,
+    workers: int | str = 1,
     ray_address: str | None = None,
     progress: bool = True,
     parquet: bool = False,
@@ -205,12 +214,13 @@ def run(
 ) -> RunResult:
     """Roll out a run (or finish one with ``resume``), then write its summary and report.
 
-    ``threads`` (an execution option like ``workers``: not in config.json's run, so a resume may change it):
-    torch threads of each LM agent, N or ``"auto"``; None leaves the agent options' own setting or
+    ``workers`` and ``threads`` are execution options (not in config.json's run, so a resume may change them).
+    ``workers``: local processes, N or ``"auto"`` (:func:`harness.threads.resolve_workers`). ``threads``: torch
+    threads of each LM agent, N or ``"auto"``; None leaves the agent options' own setting or
     :data:`harness.threads.DEFAULT_THREADS`.
     """
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+    from harness.threads import resolve_workers
+
     agents: dict[str, Agent] = {}
     if resume is not None:
         run_dir = Path(resume)
@@ -225,6 +235,7 @@ def run(
         if config is None:
             raise ValueError("run needs a config or resume=")
     recorded_config, config = config, with_threads(config, threads)
+    workers = resolve_workers(workers, work_units(config))  # before anything is written: a bad value writes nothing
     if resume is None:
         if workers == 1 and ray_address is None:  # build agents first: a bad checkpoint leaves no empty run folder
             agents = {spec: make_agent(spec, config.agent_options) for spec in config.agents}
@@ -239,11 +250,20 @@ def run(
         print(f"harness: {verb} {run_dir}/ (resume with: harness run --resume {run_dir})", file=stream or sys.stderr,
               flush=True)  # fmt: skip
 
-    try:  # one Ray session for the rollouts and the MI family scored where the models live
-        with ray_session(ray_address, workers) if ray_address is not None else contextlib.nullcontext():
-            return _execute(config, run_dir, agents, workers, ray_address, progress, parquet, plots, stream)
+    try:  # one Ray session or local pool for the rollouts and the MI family scored where the models live
+        with contextlib.ExitStack() as stack:
+            if ray_address is not None:
+                stack.enter_context(ray_session(ray_address, workers))
+            pool = stack.enter_context(process_pool(workers)) if ray_address is None and workers > 1 else None
+            return _execute(config, run_dir, agents, workers, ray_address, pool, progress, parquet, plots, stream)
     except KeyboardInterrupt:
         raise RunInterrupted(run_dir) from None
+
+
+def work_units(config: RunConfig) -> int:
+    """The most tasks a run can keep busy at once: its chunks, or its (agent, env) MI batches if more."""
+    batches = len(config.agents) * len(config.envs) if config.mi_samples else 0
+    return max(len(chunk_jobs(plan_jobs(config), config.batch_size)), batches)
 
 
 def turn_budgets(config: RunConfig) -> dict[str, int]:
@@ -259,9 +279,9 @@ def turn_budgets(config: RunConfig) -> dict[str, int]:
     return out
 
 
-def _execute(config, run_dir, agents, workers, ray_address, progress, parquet, plots, stream) -> RunResult:
+def _execute(config, run_dir, agents, workers, ray_address, pool, progress, parquet, plots, stream) -> RunResult:
     from harness import report
-    from harness.summary import mi_batches, summarize
+    from harness.summary import count_mi_pairs, mi_batches, summarize
 
     episodes_path = run_dir / EPISODES
     records, valid_length = read_episodes(episodes_path)
@@ -297,10 +317,10 @@ def _execute(config, run_dir, agents, workers, ray_address, progress, parquet, p
             pass
         elif ray_address is not None:
             execute_ray(config, chunks, ray_address, workers, emit)
-        elif workers == 1:
+        elif pool is None:
             execute_serial(config, chunks, agents, emit, begin=bar.start)
         else:
-            execute_processes(config, chunks, min(workers, len(chunks)), emit)
+            execute_processes(config, chunks, pool, emit)
 
     records, _ = read_episodes(episodes_path)
     missing = {job.key for job in plan_jobs(config)} - {episode_key(r) for r in records}
@@ -313,11 +333,22 @@ def _execute(config, run_dir, agents, workers, ray_address, progress, parquet, p
                            stream=stream or sys.stderr, unit="MI pairs")  # fmt: skip
         timings: dict[str, float] = {}
         scored = {}
-        if config.mi_samples and ray_address is not None:  # a GPU agent's batches: in a task holding its GPUs
+        if config.mi_samples and (ray_address is not None or pool is not None):
             started = time.perf_counter()
-            scored = score_ray(config, mi_batches(records), ray_address, workers)
+
+            def count(key: tuple[str, str], family: dict) -> None:
+                count_mi_pairs(scoring, key[0], family, config.mi_samples)
+
+            if pool is not None:  # every batch, in the workers that hold the agents
+                for spec in config.agents:
+                    scoring.start(spec)
+                scored = score_processes(config, mi_batches(records), pool, done=count)
+            else:  # a GPU agent's batches: in a task holding its GPUs
+                scored = score_ray(config, mi_batches(records), ray_address, workers)
+                for key, family in scored.items():
+                    count(key, family)
             timings["mi_s"] = time.perf_counter() - started
-        if config.mi_samples:  # the others score here with each agent (a process pool's workers had their own)
+        if config.mi_samples:  # the others score here with each agent
             elsewhere = {spec for spec, _ in scored}
             agents.update({s: make_agent(s, config.agent_options) for s in config.agents
                            if s not in agents and s not in elsewhere})  # fmt: skip

@@ -53,6 +53,13 @@ def mi_batches(records: Sequence[EpisodeRecord]) -> dict[tuple[str, str], list[E
     return dict(grouped)
 
 
+def count_mi_pairs(progress: Any, spec: str, collapse: dict, mi_samples: int) -> None:
+    """Advance agent ``spec``'s MI bar by the pairs its batch scored (``collapse``: :func:`harness.mi.collapse_for`'s
+    result); each scheme planned ``mi_samples``, a small batch has fewer."""
+    scored = sum(r["mi_estimate"].n for r in collapse.values() if not isinstance(r, str))
+    progress.advance(spec, scored, budget=len(SCHEMES) * mi_samples)
+
+
 def summarize(
     config: RunConfig,
     records: Sequence[EpisodeRecord],
@@ -70,7 +77,9 @@ def summarize(
     row; ``timings`` gets
     ``"mi_s"``, the seconds spent on the MI family (kept out of the summary, which must not depend on speed).
     ``mi_scored``: the MI family of some (agent, env) batches, already scored elsewhere (``harness run --ray``
-    scores a GPU agent's batches in the Ray task that holds its model); those agents need no scoring agent here.
+    scores a GPU agent's batches in the Ray task that holds its model, ``--workers N`` every batch in its worker
+    processes); those agents need no scoring agent here, and ``progress`` does not count them (the caller counted
+    them as they were scored, with :func:`count_mi_pairs`).
     """
     mi_scored = mi_scored or {}
     elsewhere = {spec for spec, _ in mi_scored}
@@ -83,7 +92,7 @@ def summarize(
         for plan in config.envs:
             episodes = grouped.get((spec, plan.env_id), [])
             metrics = row_metrics(episodes, plan.samples)
-            if progress is not None:
+            if progress is not None and (spec, plan.env_id) not in mi_scored:
                 progress.start(spec)
             started = time.perf_counter()
             if not config.mi_samples:
@@ -94,9 +103,8 @@ def summarize(
                 collapse = collapse_for(agents[spec], episodes, config.seed, config.mi_samples, config.mi_columns)
             if timings is not None:
                 timings["mi_s"] = timings.get("mi_s", 0.0) + time.perf_counter() - started
-            if progress is not None:  # in pairs: each scheme planned mi_samples, a small batch has fewer
-                scored = sum(r["mi_estimate"].n for r in collapse.values() if not isinstance(r, str))
-                progress.advance(spec, scored, budget=len(SCHEMES) * config.mi_samples)
+            if progress is not None and (spec, plan.env_id) not in mi_scored:
+                count_mi_pairs(progress, spec, collapse, config.mi_samples)
             for scheme, result in collapse.items():
                 for key in MI_KEYS:
                     name = f"{scheme}/{key}"

@@ -1,4 +1,4 @@
-"""How many CPU threads torch may use: the one default every LM agent and learner path reads.
+"""How many CPU threads torch may use, and how many worker processes ``harness run`` starts: the one default each.
 
 Default: one thread. On an idle machine more intra-op threads make teacher forcing (the MI family) up to ~1.8x
 faster for the tiny model, but on a machine whose cores are busy with other jobs a second OpenMP thread spins at
@@ -8,6 +8,15 @@ docs/benchmarks.md). One thread never loses by more than the idle-machine speed-
 the cores are idle is something only the user knows (a load average lags and other jobs start later). So more threads
 are opt-in: ``--threads N``, or ``--threads auto`` for the cores idle now (a snapshot of the load average).
 The count does not change which tokens are sampled beyond float rounding of the scores.
+
+Worker processes are another matter: ``harness run --workers`` defaults to ``auto``, the cores idle at start (at most
+one per chunk of the run; one on a box whose load average already fills its cores). A worker runs one thread and
+works for seconds between results, so when other jobs take the cores it waits its turn instead of spinning at a
+barrier: two workers forced onto a busy 2-core box took as long as one (with Linux's autogroup scheduling the
+cores are shared between sessions, so the two split their session's share), not 10x longer (figures in
+docs/benchmarks.md, "harness run baseline"). On idle cores they divide the work. Their cost is memory: each worker loads its own agents (about
+1 GB each for the baseline's tiny LM and torch, against 1.2 GB for one process). ``--workers N`` sets the count;
+the episodes and the summary are the same for any count.
 """
 
 from __future__ import annotations
@@ -22,6 +31,9 @@ DEFAULT_THREADS = 1
 """Torch intra-op threads when nothing says otherwise (see the module docstring)."""
 
 AUTO = "auto"
+
+DEFAULT_WORKERS = AUTO
+"""``harness run``'s worker processes when nothing says otherwise (see the module docstring)."""
 
 
 def usable_cores() -> int:
@@ -42,30 +54,54 @@ def idle_cores(loadavg_path: str = "/proc/loadavg") -> int:
     return max(1, min(cores, math.floor(cores - load + 0.5)))
 
 
+def _count(name: str, value: int | str) -> int:
+    """``value`` as a count >= 1, or a ValueError naming ``name`` and the allowed values."""
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            raise ValueError(f"{name} must be a number >= 1 or 'auto', got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a number >= 1 or 'auto', got {value!r}")
+    return value
+
+
+def _is_auto(value: object) -> bool:
+    return isinstance(value, str) and value.strip().lower() == AUTO
+
+
 def resolve_threads(value: int | str | None) -> int:
     """The thread count for ``value``: None → :data:`DEFAULT_THREADS`, ``"auto"`` → :func:`idle_cores`, or N >= 1."""
     if value is None:
         return DEFAULT_THREADS
-    if isinstance(value, str):
-        if value.strip().lower() == AUTO:
-            return idle_cores()
-        try:
-            value = int(value)
-        except ValueError:
-            raise ValueError(f"threads must be a number >= 1 or 'auto', got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"threads must be a number >= 1 or 'auto', got {value!r}")
-    return value
+    return idle_cores() if _is_auto(value) else _count("threads", value)
+
+
+def resolve_workers(value: int | str, work_units: int) -> int:
+    """The worker process count for ``value``: ``"auto"`` → :func:`idle_cores`, at most ``work_units`` (the run's
+    chunks or MI batches, whichever are more) and at least 1; or N >= 1 as given."""
+    if _is_auto(value):
+        return max(1, min(idle_cores(), work_units))
+    return _count("workers", value)
+
+
+def _argument(flag: str, text: str) -> int | str:
+    if _is_auto(text):
+        return AUTO
+    try:
+        return _count(flag, text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def threads_argument(text: str) -> int | str:
     """argparse ``type=`` for ``--threads``: N >= 1 or ``auto`` (kept as text so config.json records the choice)."""
-    if text.strip().lower() == AUTO:
-        return AUTO
-    try:
-        return resolve_threads(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error).replace("threads", "--threads", 1)) from None
+    return _argument("--threads", text)
+
+
+def workers_argument(text: str) -> int | str:
+    """argparse ``type=`` for ``--workers``: N >= 1 or ``auto`` (kept as text so config.json records the choice)."""
+    return _argument("--workers", text)
 
 
 @contextlib.contextmanager

@@ -181,7 +181,7 @@ def test_workers_exit_after_kill_9_of_the_parent(tmp_path):
 
 _HALF_WRITTEN_RESULT = """
 import concurrent.futures, os, struct
-from harness.backends import execute_processes
+from harness.backends import execute_processes, process_pool
 from harness.config import EnvPlan, RunConfig
 from harness.rollout import chunk_jobs, plan_jobs
 
@@ -201,7 +201,8 @@ def emit(agent, lines):
     raise KeyboardInterrupt
 
 try:
-    execute_processes(config, chunk_jobs(plan_jobs(config), 1), 2, emit)
+    with process_pool(2) as pool:
+        execute_processes(config, chunk_jobs(plan_jobs(config), 1), pool, emit)
 except KeyboardInterrupt:
     print("interrupted")
 """

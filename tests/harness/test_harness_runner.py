@@ -81,6 +81,21 @@ def test_one_and_two_workers_give_identical_results(tmp_path):
     assert summary(one)["rows"] == summary(two)["rows"]
 
 
+def test_mi_scored_in_two_workers_is_the_serial_summary(tmp_path):
+    # the workers score the MI family with their own agents (the tiny LM loaded in each): the same summary.json
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    args = ("tiny,random", "--env", ENVS, "--episodes", "3", "--samples", "2", "--batch-size", "3",
+            "--max-new-tokens", "24", "--mi-samples", "6")  # fmt: skip
+    one = run_cli(tmp_path, *args, "--workers", "1", run_id="one")
+    two = run_cli(tmp_path, *args, "--workers", "2", run_id="two")
+    assert episodes(one) == episodes(two)
+    masked = [{**summary(run_dir), "run_id": None} for run_dir in (one, two)]
+    assert masked[0] == masked[1]
+    tiny = row(masked[0], "tiny", "ragen/FrozenLake-v0")
+    assert tiny["first_turn/mi_estimate"]["n"] > 0 and tiny["trajectory/mi_estimate"]["n"] > 0  # really scored
+
+
 @pytest.mark.ray
 def test_ray_gives_the_same_results_as_one_worker(tmp_path):
     pytest.importorskip("ray")

@@ -173,3 +173,38 @@ def test_the_tool_format_runs_through_the_harness_with_its_reasoning_measured(tm
     assert rows["oracle"]["success_rate"]["value"] == 1.0
     assert rows["random"]["first_turn/mi_estimate"]["value"] == 0.0  # input-agnostic words before the calls
     assert rows["oracle"]["first_turn/mi_estimate"]["value"] > 1.0  # the oracle's reasoning names its state
+
+
+def test_workers_auto_is_the_idle_cores_capped_by_the_work_and_n_is_kept(monkeypatch):
+    from harness import threads
+
+    monkeypatch.setattr(threads, "idle_cores", lambda: 6)
+    assert threads.resolve_workers("auto", 40) == 6 and threads.resolve_workers("AUTO", 4) == 4
+    assert threads.resolve_workers("auto", 0) == 1  # a resumed run with nothing left still runs its summary
+    assert threads.resolve_workers(3, 1) == 3 and threads.resolve_workers("2", 40) == 2  # N: as asked
+    for bad in (0, -1, "many", "", 1.5, True):
+        with pytest.raises(ValueError, match="workers must be a number >= 1 or 'auto'"):
+            threads.resolve_workers(bad, 40)
+
+
+@pytest.mark.parametrize("value", ["0", "many", "-2"])
+def test_bad_workers_is_one_line(capsys, value):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "random", f"--workers={value}"])
+    assert exit_.value.code == 2
+    assert _error(capsys).startswith("harness: error: argument --workers: --workers must be a number >= 1 or 'auto'")
+
+
+def test_workers_are_an_execution_option_recorded_as_given(tmp_path, monkeypatch):
+    import harness.cli
+    from harness import threads
+
+    assert threads.DEFAULT_WORKERS == "auto"
+    monkeypatch.setattr(harness.cli, "DEFAULT_WORKERS", threads.DEFAULT_WORKERS)  # tests/conftest.py pins 1
+    monkeypatch.setattr(threads, "idle_cores", lambda: 2)
+    common = ["random", "--env", "ragen/Bandit-v0", "--episodes", "2", "--samples", "2", "--mi-samples", "0"]
+    auto = json.loads((_run(tmp_path, *common, run_id="auto") / "config.json").read_text())
+    two = json.loads((_run(tmp_path, *common, "--workers", "auto", run_id="two") / "config.json").read_text())
+    assert auto["run"] == two["run"] and "workers" not in json.dumps(two["run"])  # a resume may change it
+    command = two["command"]
+    assert command[command.index("--workers") + 1] == "auto"  # the choice as given, like --threads
