@@ -151,6 +151,46 @@ def test_rows_share_only_within_their_group_and_a_lone_row_runs_whole(model):
     assert_same_scores(model, sequences, spans, scores, 1.0)
 
 
+def test_rows_of_very_unequal_length_run_in_length_runs_and_score_as_the_full_rows(model):
+    """A group where one episode played many more turns than the rest: the short rows are not padded to it."""
+    g = torch.Generator().manual_seed(5)
+
+    def tokens(n):
+        return torch.randint(3, model.config.vocab_size, (n,), generator=g).tolist()
+
+    prompt = tokens(12)
+    sequences, spans = [], []
+    for n in (6, 130, 7, 6, 5):  # one long row among short ones (several turns: observation, then response)
+        response = tokens(n)
+        row_spans = [(12, 12 + n)]
+        seq = prompt + response
+        if n > 100:
+            seq = seq + tokens(9)
+            row_spans.append((len(seq), len(seq) + 20))
+            seq = seq + tokens(20)
+        sequences.append(seq)
+        spans.append(row_spans)
+    inputs = []
+    handle = model.get_input_embeddings().register_forward_hook(lambda module, args, out: inputs.append(out.shape[:2]))
+    try:
+        scores = sequence_logprobs(model, sequences, spans, 1.1, with_entropy=True, groups=[0] * len(sequences))
+    finally:
+        handle.remove()
+    # the prompt less one token once; the long row alone; the four short ones together, not padded to 148
+    assert [tuple(shape) for shape in inputs] == [(1, 11), (1, len(sequences[1]) - 11), (4, 19 - 11)]
+    assert_same_scores(model, sequences, spans, scores, 1.1)
+
+
+def test_length_runs_split_a_padded_batch_only_where_it_saves_more_than_a_forward():
+    from baselines.ppo.generation import length_runs
+
+    assert length_runs([44, 440, 45, 44], overhead=32) == [[1], [2, 0, 3]]  # 4·440 > 440 + 3·45 + 32
+    assert length_runs([12, 8, 20], overhead=32) == [[2, 0, 1]]  # splitting saves 16 positions, less than 32
+    assert length_runs([12, 8, 20], overhead=0) == [[2], [0], [1]]
+    assert length_runs([50, 50], overhead=float("inf")) == [[0, 1]]
+    assert length_runs([]) == []
+
+
 def test_micro_batches_hold_whole_groups_in_the_given_order():
     from baselines.ppo.batch import Row, micro_batches
 
