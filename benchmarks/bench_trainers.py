@@ -14,7 +14,9 @@ Round 0 of each is a warm-up and not counted; medians of the rest, with the load
 prompt); ``sokoban3`` is the 3-turn setting (``max_turns=3`` changes the instruction text, which the tiny
 tokenizer then spells out: a 389-token first prompt). ``*-native`` replace the adapter with TRL as a TRL user
 runs it: its own single-turn generation (``transformers`` ``generate`` on the rendered first prompt) and a
-reward function that steps the env once; the learner plays its whole episodes there.
+reward function that steps the env once; the learner plays its whole episodes there (on Bandit, an episode
+whose answer names no arm plays on, up to 5 turns). ``bandit1-native`` gives both the same work: Bandit with
+``max_turns=1`` (the same prompt text), so the learner's episodes are one turn too.
 
 What each does per step: the learner rolls out, builds one row per episode and runs micro-batches of 16 rows
 (forward + backward) into one optimiser step, without an old log-prob pass (one step on the whole batch is
@@ -40,6 +42,7 @@ ENVS = {
     "sokoban": ("ragen/Sokoban-v0", {}),
     "sokoban3": ("ragen/Sokoban-v0", {"max_turns": 3}),
     "bandit-native": ("ragen/Bandit-v0", {}),
+    "bandit1-native": ("ragen/Bandit-v0", {"max_turns": 1}),
     "sokoban-native": ("ragen/Sokoban-v0", {}),
 }
 """Name → (env id, env kwargs); ``*-native``: TRL without the adapter (its own ``generate``, an env reward function)."""
