@@ -32,6 +32,14 @@ def reading(rows: list[dict]) -> str:
     return "runaway (success fell)" if P.ran_away(rows) else "neither"
 
 
+def cost_line(runs: list[P.Run]) -> str:
+    """What the finished pilots cost: their wall time in all, from each data file's own record."""
+    seconds = [float((P.load(run) or {}).get("wall_s_this_process", 0.0)) for run in runs]
+    return (f"**Cost**: {len(runs)} pilots, {sum(seconds) / 60:.0f} min of wall time in all (each on one torch thread, "
+            "two at a time on a shared 2-core box; the sum of the runs' own `wall_s_this_process`, which counts any "
+            "time a run was paused).")  # fmt: skip
+
+
 def page() -> str:
     """The results page's markdown."""
     finished = P.finished_rows()
@@ -61,7 +69,7 @@ def page() -> str:
             line = run_line(label(run), finished[run])
             head, rest = line.split(" | ", 1)
             lines.append(f"{head} | {reading(finished[run])} | {rest}")
-    lines.append("")
+    lines += ["", cost_line(list(finished)), ""]
     if found is not None:
         lines += [f"The pattern appeared in {label(found)}: the runaway design's two stages are to be run in its "
                   "setting as a new pre-registered design.", ""]  # fmt: skip

@@ -58,9 +58,10 @@ def test_status_and_page_from_the_data_files(tmp_path, monkeypatch):
     assert why == "searching" and not done and todo == plan
     for run, data in ((plan[0], rows(0.9, 0.85)), (plan[1], rows(0.9, 0.9, success=(0.4, 0.1)))):
         run.data.parent.mkdir(parents=True, exist_ok=True)
-        run.data.write_text(json.dumps({"rows": data, "code_commit": "abc1234"}))
+        run.data.write_text(json.dumps({"rows": data, "code_commit": "abc1234", "wall_s_this_process": 300.0}))
     text = PR.page()
     assert "2 of 9 pilots finished" in text and "| Dr.GRPO c=0.07 | neither |" in text
+    assert "**Cost**: 2 pilots, 10 min of wall time in all" in text
     assert "| Dr.GRPO c=0 | runaway (success fell) |" in text and "abc1234" in text
     plan[2].data.parent.mkdir(parents=True, exist_ok=True)
     plan[2].data.write_text(json.dumps({"rows": rows(0.9, 0.3)}))
