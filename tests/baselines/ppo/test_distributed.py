@@ -67,6 +67,8 @@ policy, _ = trainer.dist.state_dicts(trainer.policy, trainer.optimizer)  # FSDP2
 if trainer.dist.main:
     torch.save({{"policy": policy, "rows": rows}}, {out!r})
 trainer.close()  # the process group goes with a barrier, not with interpreter exit
+sys.stdout.flush(); sys.stderr.flush()
+import os; os._exit(0)  # skip interpreter teardown: a gloo/FSDP2 helper thread can abort a rank there after its work is saved
 """
 
 
