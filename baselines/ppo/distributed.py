@@ -98,10 +98,11 @@ class Distributed:
             torch.distributed.init_process_group(self.plan.backend)
 
     def close(self) -> None:
-        """Destroy the process group this object started, after a barrier (idempotent): a gloo group left to
-        interpreter exit can abort the process as its background threads are torn down mid-collective."""
+        """Destroy the process group this object started (idempotent): a gloo group left to interpreter exit can
+        abort the process as its background threads are torn down. No barrier: the trainer closes in a ``finally``,
+        and a rank unwinding from an error must exit (so torchrun stops the others), not wait for ranks that never
+        arrive."""
         if self._owns_group and torch.distributed.is_initialized():
-            torch.distributed.barrier()
             torch.distributed.destroy_process_group()
         self._owns_group = False
 

@@ -66,7 +66,7 @@ rows = trainer.train(resume=False)
 policy, _ = trainer.dist.state_dicts(trainer.policy, trainer.optimizer)  # FSDP2: every rank hands in its shards
 if trainer.dist.main:
     torch.save({{"policy": policy, "rows": rows}}, {out!r})
-trainer.close()  # the process group goes with a barrier, not with interpreter exit
+trainer.close()  # the process group goes here, not with interpreter exit
 sys.stdout.flush(); sys.stderr.flush()
 import os; os._exit(0)  # skip interpreter teardown: a gloo/FSDP2 helper thread can abort a rank there after its work is saved
 """
