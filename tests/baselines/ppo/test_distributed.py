@@ -3,17 +3,11 @@ plan is checked here too), and DDP/FSDP2 on CPU with gloo in two processes makin
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from baselines.ppo.config import PPOConfig
 from baselines.ppo.distributed import Plan, plan
-from tests.helpers.paths import ROOT
+from tests.helpers.torchrun import train_ranks
 
 
 def launch(world: int, rank: int) -> dict[str, str]:
@@ -56,43 +50,6 @@ def test_config_names_the_data_parallel_choices(tiny_model_dir):
         PPOConfig(model=tiny_model_dir, data_parallel="fsdp2", grad_buckets_every=1)
 
 
-RUN = """
-import json, sys, torch
-sys.path.insert(0, {root!r})
-from baselines.ppo.config import PPOConfig
-from baselines.ppo.trainer import Trainer
-trainer = Trainer(PPOConfig(**json.loads({cfg!r})))
-rows = trainer.train(resume=False)
-policy, _ = trainer.dist.state_dicts(trainer.policy, trainer.optimizer)  # FSDP2: every rank hands in its shards
-if trainer.dist.main:
-    torch.save({{"policy": policy, "rows": rows}}, {out!r})
-trainer.close()  # the process group goes here, not with interpreter exit
-sys.stdout.flush(); sys.stderr.flush()
-import os; os._exit(0)  # skip interpreter teardown: a gloo/FSDP2 helper thread can abort a rank there after its work is saved
-"""
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def train(world: int, config: dict, tmp_path: Path, name: str) -> dict:
-    torch = pytest.importorskip("torch")
-    script, out = tmp_path / f"{name}.py", tmp_path / f"{name}.pt"
-    cfg = json.dumps({**config, "out_dir": str(tmp_path / name)})
-    script.write_text(RUN.format(root=str(ROOT), cfg=cfg, out=str(out)))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world), "--master_port",
-           str(free_port()), str(script)]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-12000:]
-    return torch.load(out, weights_only=False)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("data_parallel", ["ddp", "fsdp2"])
 def test_two_gloo_ranks_with_a_critic_and_uneven_shares_make_the_single_process_update(
@@ -113,8 +70,9 @@ def test_two_gloo_ranks_with_a_critic_and_uneven_shares_make_the_single_process_
                   entropy_coef=0.01, adam_eps=1.0, data_parallel=data_parallel)  # fmt: skip
     # adam_eps=1: the step is ≈ lr·gradient (with a small eps Adam's first step is lr·sign(g), which turns
     # summation-order rounding in near-zero gradients into full-size differences)
-    one = train(1, config, tmp_path, "one")
-    two = train(2, config, tmp_path, "two")
+    pytest.importorskip("torch")
+    one = train_ranks(1, config, tmp_path, "one")
+    two = train_ranks(2, config, tmp_path, "two")
     assert one["policy"].keys() == two["policy"].keys()
     gaps = {key: float((two["policy"][key] - value).abs().max()) for key, value in one["policy"].items()}
     assert max(gaps.values()) < 1e-6, {key: gap for key, gap in gaps.items() if gap >= 1e-6}

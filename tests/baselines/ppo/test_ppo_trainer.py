@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.helpers.paths import ROOT
+from tests.helpers.torchrun import train_ranks
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -138,29 +135,7 @@ def test_resume_gives_the_same_next_iteration(tiny_model_dir, tmp_path):
     assert_same_params(params_of(second.policy), params_of(straight.policy))
 
 
-DDP_SCRIPT = """
-import json, sys, torch
-sys.path.insert(0, {root!r})
-from baselines.ppo.config import PPOConfig
-from baselines.ppo.trainer import Trainer
-cfg = PPOConfig(**json.loads({cfg!r}))
-trainer = Trainer(cfg)
-trainer.train(resume=False)
-if trainer.dist.main:
-    torch.save(trainer.policy.state_dict(), {out!r})
-"""
-
-
 @pytest.mark.slow
-def free_port() -> int:
-    """A TCP port nobody listens on right now (the OS picks it)."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_two_gloo_ranks_make_the_single_process_update(tiny_model_dir, tmp_path):
     base = dict(model=tiny_model_dir, env_id="ragen/Bandit-v0", env_kwargs={"max_turns": 2}, iterations=1,
                 prompts_per_iteration=2, samples_per_prompt=2, max_new_tokens=6, minibatch_size=64,
@@ -168,19 +143,7 @@ def test_two_gloo_ranks_make_the_single_process_update(tiny_model_dir, tmp_path)
                 filter_value=1.0, filter_include_zero=True, entropy_coef=0.01, adam_eps=1.0)  # fmt: skip
     # adam_eps=1 makes the step ≈ lr·gradient: with the default eps, Adam's first step is lr·sign(g), which
     # turns float-rounding noise in near-zero gradients into full-size differences.
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    results = {}
-    for world in (1, 2):
-        cfg = json.dumps({**base, "out_dir": str(tmp_path / f"w{world}")})
-        script = tmp_path / f"ddp{world}.py"
-        out = tmp_path / f"policy{world}.pt"
-        script.write_text(DDP_SCRIPT.format(root=str(ROOT), cfg=cfg, out=str(out)))
-        port = str(free_port())  # a fixed port collides with a concurrent run of this test
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world), "--master_port",
-               port, str(script)]  # fmt: skip
-        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
-        assert done.returncode == 0, done.stderr[-3000:]
-        results[world] = torch.load(out)
+    results = {world: train_ranks(world, base, tmp_path, f"w{world}")["policy"] for world in (1, 2)}
     initial = Trainer(PPOConfig(**{**base, "out_dir": str(tmp_path / "init")})).policy.state_dict()
     assert any(not torch.equal(initial[k], results[1][k]) for k in initial), "the update must change the policy"
     assert_same_params(results[1], results[2], atol=1e-6)
