@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
 from baselines.tiny import MODEL_DIR
-from baselines.tiny.data import available_envs
+from baselines.tiny.data import SHIPPED_ENVS, available_envs
 from harness.transcript import Transcript
 from ragen_envs.parsing import parse_response
 
@@ -88,12 +89,24 @@ def rollout_random(env_id: str, seeds: Iterable[int]) -> list[dict]:
     return results
 
 
-def compare_with_random(model_dir: str, seeds: Iterable[int], log: Callable[[str], None] = print) -> dict:
-    """Success rate (and parse rate) of the model and of ``random`` per trained env over the same seeds."""
+def trained_envs(model_dir: str) -> tuple[str, ...]:
+    """The envs a saved model was trained on, from its ``training_log.json`` (the shipped recipe's if it has none)."""
+    log = Path(model_dir) / "training_log.json"
+    if log.exists():
+        envs = json.loads(log.read_text()).get("config", {}).get("data", {}).get("envs")
+        if envs:
+            return tuple(envs)
+    return SHIPPED_ENVS
+
+
+def compare_with_random(
+    model_dir: str, seeds: Iterable[int], log: Callable[[str], None] = print, envs: tuple[str, ...] | None = None
+) -> dict:
+    """Success rate (and parse rate) of the model and of ``random`` per env (default: those it was trained on)."""
     agent = load_agent(model_dir)
     seeds = list(seeds)
     summary = {}
-    for env_id in available_envs():
+    for env_id in available_envs(trained_envs(model_dir) if envs is None else envs):
         lm = rollout_lm(agent, env_id, seeds)
         rnd = rollout_random(env_id, seeds)
         summary[env_id] = {

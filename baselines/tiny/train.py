@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from baselines.tiny import MODEL_DIR
-from baselines.tiny.data import DataConfig, Episode, record_all
+from baselines.tiny.data import SHIPPED_ENVS, TRAINABLE_ENVS, DataConfig, Episode, check_envs, record_all
 from baselines.tiny.tokenizer import IM_END, IM_START, field_labels, train_tokenizer
 from harness.transcript import prefill_for
 from ragen_envs.core import check_range
@@ -263,7 +263,7 @@ def train(config: TrainConfig, out: Path, log=print, snapshots: Path | None = No
     if config.eval_seeds:
         from baselines.tiny.evaluate import compare_with_random
 
-        evaluation = compare_with_random(str(out), seeds=range(config.eval_seeds), log=log)
+        evaluation = compare_with_random(str(out), seeds=range(config.eval_seeds), log=log, envs=config.data.envs)
     record = {
         "config": dataclasses.asdict(config),
         "parameters": n_params,
@@ -291,7 +291,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-seeds", type=int, default=TrainConfig.eval_seeds)
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
     parser.add_argument("--snapshots", type=Path, default=None, help="also save the model here after every epoch")
+    parser.add_argument(
+        "--envs",
+        default=",".join(SHIPPED_ENVS),
+        help=f"comma-separated env ids to train on, from {', '.join(TRAINABLE_ENVS)} (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
+    envs = tuple(name.strip() for name in args.envs.split(",") if name.strip())
+    try:
+        check_envs(envs)
+    except ValueError as error:
+        parser.error(str(error))
     config = TrainConfig(
         seed=args.seed,
         data=DataConfig(
@@ -299,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
             episodes_override=DataConfig.episodes_override
             if args.episodes_per_env == DataConfig.episodes_per_env
             else (),
+            envs=envs,
         ),
         epochs=args.epochs,
         threads=args.threads,

@@ -74,6 +74,10 @@ def test_teacher_wins_in_the_optimal_number_of_moves_and_reads_the_state(env_id,
         ("episodes_per_env", 0, "episodes_per_env must be in"),
         ("oracle_fraction", 1.5, "oracle_fraction must be in"),
         ("random_prob", 0.95, "random_prob \\+ junk_prob must be <= 1"),
+        ("envs", ("ragen/Sokoban",), "envs: 'ragen/Sokoban' has no teacher; .*did you mean 'ragen/Sokoban-v0'"),
+        ("envs", ("ragen/WebShop-v0",), "envs: 'ragen/WebShop-v0' has no teacher; choose from ragen/Bandit-v0"),
+        ("envs", (), "envs: name at least one of"),
+        ("envs", ("ragen/Bandit-v0", "ragen/Bandit-v0"), "envs: each env at most once"),
     ],
 )
 def test_data_config_names_the_bad_field(field, value, match):
@@ -161,11 +165,24 @@ def test_training_is_deterministic(tmp_path):
     assert runs[0] == runs[1]
 
 
+def test_the_default_recipe_is_the_shipped_models_and_searchqa_is_opt_in(tmp_path):
+    import json
+
+    from baselines.tiny import MODEL_DIR
+    from baselines.tiny.data import SHIPPED_ENVS, TRAINABLE_ENVS
+    from baselines.tiny.evaluate import trained_envs
+
+    assert DataConfig().envs == SHIPPED_ENVS == trained_envs(str(MODEL_DIR))
+    assert "ragen/SearchQA-v0" in TRAINABLE_ENVS and "ragen/SearchQA-v0" not in SHIPPED_ENVS
+    (tmp_path / "training_log.json").write_text(json.dumps({"config": {"data": {"envs": list(TRAINABLE_ENVS)}}}))
+    assert trained_envs(str(tmp_path)) == TRAINABLE_ENVS
+
+
 def test_the_training_data_covers_searchqa_with_reasoning_copied_from_the_results():
     from baselines.tiny.data import available_envs
     from ragen_envs.parsing import reasoning_of
 
-    assert "ragen/SearchQA-v0" in available_envs()
+    assert available_envs(("ragen/SearchQA-v0",)) == ("ragen/SearchQA-v0",)
     config = DataConfig(episodes_per_env=10, oracle_fraction=0.5)
     episodes = record_episodes("ragen/SearchQA-v0", config, 3)
     assert episodes == record_episodes("ragen/SearchQA-v0", config, 3)
