@@ -40,9 +40,9 @@ SHIPPED_ENVS = ("ragen/Bandit-v0", "ragen/FrozenLake-v0", "ragen/Sokoban-v0")
 """The envs the shipped tiny model is trained and judged on: the default recipe."""
 TRAINABLE_ENVS = (*SHIPPED_ENVS, "ragen/SearchQA-v0")
 """Every env the recipe has a teacher for. SearchQA is opt-in (``--envs``): a full run with it learned SearchQA's
-format (parse rate 0.99) but not the task (greedy success 0.00 against random's 0.02), and its ``search[…]`` and
-``finish[…]`` answers leaked into Bandit's later turns (Bandit 0.68 against 0.98 for the same recipe without it;
-docs/agents.md), so the shipped weights come from the recipe without it."""
+format (parse rate 0.99) but not the task (greedy success 0.00 against random's 0.02: it searched one memorized
+title whatever the question), and its ``search[…]`` and ``finish[…]`` answers showed up in Bandit's later turns,
+so the shipped weights come from the recipe without it (docs/agents.md)."""
 
 JUNK_RESPONSES = (
     "",
