@@ -6,7 +6,6 @@ import http.server
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,6 +16,7 @@ import pytest
 
 from harness.cli import main
 from tests.helpers.paths import ROOT, TINY_MODEL
+from tests.helpers.ports import free_port
 
 
 def one_error_line(capsys) -> str:
@@ -32,14 +32,8 @@ def test_train_with_a_misspelled_env_id_says_did_you_mean(capsys):
     assert "Did you mean 'ragen/Bandit-v0'?" in one_error_line(capsys)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_openai_endpoint_refusing_connections(tmp_path, capsys):
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     args = ["run", f"openai:{url}#m?max_retries=0", "--env", "ragen/Bandit-v0", "--episodes", "1", "--samples", "1"]
     assert main([*args, "--out", str(tmp_path), "--quiet", "--no-plots"]) == 2
     line = one_error_line(capsys)
@@ -108,7 +102,7 @@ def test_a_broken_config_json_is_named(tmp_path, capsys, content):
 
 
 def test_unreachable_webshop_server_url_is_named(tmp_path, capsys):
-    url = f"http://127.0.0.1:{_free_port()}/"
+    url = f"http://127.0.0.1:{free_port()}/"
     kwargs = json.dumps({"transport": "http", "server_url": url})
     args = ["run", "random", "--env", "ragen/WebShop-v0", "--env-kwargs", kwargs, "--out", str(tmp_path), "--quiet"]
     assert main(args) == 2

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.helpers.paths import ROOT
+from tests.helpers.ports import free_port
 
 SCRIPT = """
 import json, os, sys, torch
@@ -26,13 +26,6 @@ trainer.close()  # the process group goes here, not with interpreter exit
 sys.stdout.flush(); sys.stderr.flush()
 os._exit(0)  # skip interpreter teardown: a gloo helper thread can abort a rank there after its work is saved
 """
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now (the OS picks it; a fixed port collides with a concurrent run)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def train_ranks(world: int, config: dict, tmp_path: Path, name: str) -> dict:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import time
 import pytest
 
 from tests.helpers.paths import TINY_MODEL
+from tests.helpers.ports import free_port
 
 pytestmark = pytest.mark.vllm
 
@@ -102,18 +102,12 @@ def _colocated_step(out_dir: str) -> tuple[dict, int, bool]:
     return dict(row), len(episodes), any(len(e.turns) == 2 for e in episodes)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def vllm_server(tmp_path_factory):
     from tests.helpers.vllm_lane import require_vllm
 
     require_vllm()
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("vllm-server") / "server.log"
     command = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", MODEL, "--dtype", "float32",

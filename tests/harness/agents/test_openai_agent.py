@@ -20,6 +20,7 @@ from baselines.tiny import MODEL_DIR  # noqa: E402
 from baselines.tiny.serve import ModelBackend, make_handler, start_server  # noqa: E402
 from harness.agents import AgentOptions, Context, Request, ScoringUnavailable, make_agent  # noqa: E402
 from harness.agents.openai_api import EndpointAuthError, EndpointConfig, EndpointError, OpenAIAgent  # noqa: E402
+from tests.helpers.ports import free_port  # noqa: E402
 
 CONTEXT = Context(
     (
@@ -251,12 +252,7 @@ def test_auth_failure_is_clear_and_never_leaks_the_key(faulty, monkeypatch):
 def test_connection_refused_is_reported(faulty):
     script, url = faulty()
     port_url = url
-    # a port nobody listens on: bind, read the port, close
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # a port nobody listens on
     with pytest.raises(EndpointError, match="connection failed"):
         agent_for(dead, max_retries=1, backoff_s=0.0).generate([Request(CONTEXT, 0)])
     assert port_url  # the live server was untouched
