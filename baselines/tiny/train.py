@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from baselines.tiny import MODEL_DIR
-from baselines.tiny.data import SHIPPED_ENVS, TRAINABLE_ENVS, DataConfig, Episode, check_envs, record_all
+from baselines.tiny.data import SHIPPED_ENVS, TRAINABLE_ENVS, DataConfig, Episode, record_all
 from baselines.tiny.tokenizer import IM_END, IM_START, field_labels, train_tokenizer
 from harness.transcript import prefill_for
 from ragen_envs.core import check_range
@@ -297,24 +297,22 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated env ids to train on, from {', '.join(TRAINABLE_ENVS)} (default: %(default)s)",
     )
     args = parser.parse_args(argv)
-    envs = tuple(name.strip() for name in args.envs.split(",") if name.strip())
-    try:
-        check_envs(envs)
+    try:  # the configs check every field: a bad one is a one-line usage error, not a traceback
+        config = TrainConfig(
+            seed=args.seed,
+            data=DataConfig(
+                episodes_per_env=args.episodes_per_env,
+                episodes_override=DataConfig.episodes_override
+                if args.episodes_per_env == DataConfig.episodes_per_env
+                else (),
+                envs=tuple(name.strip() for name in args.envs.split(",") if name.strip()),
+            ),
+            epochs=args.epochs,
+            threads=args.threads,
+            eval_seeds=args.eval_seeds,
+        )
     except ValueError as error:
         parser.error(str(error))
-    config = TrainConfig(
-        seed=args.seed,
-        data=DataConfig(
-            episodes_per_env=args.episodes_per_env,
-            episodes_override=DataConfig.episodes_override
-            if args.episodes_per_env == DataConfig.episodes_per_env
-            else (),
-            envs=envs,
-        ),
-        epochs=args.epochs,
-        threads=args.threads,
-        eval_seeds=args.eval_seeds,
-    )
     record = train(config, args.out, snapshots=args.snapshots)
     print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "total_seconds", "evaluation")}, indent=2))
     return 0

@@ -195,3 +195,23 @@ def test_the_training_data_covers_searchqa_with_reasoning_copied_from_the_result
         assert answer in reasoning_of(last_response, "think")
         observations = [m["content"] for m in episode.messages if m["role"] == "user"]
         assert any(answer in text.split("Search results for", 1)[-1] for text in observations[1:])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--envs", "ragen/Sokoban"], "envs: 'ragen/Sokoban' has no teacher; .*did you mean 'ragen/Sokoban-v0'"),
+        (["--epochs", "0"], "epochs must be in"),
+    ],
+)
+def test_the_training_cli_answers_a_bad_argument_in_one_line(tmp_path, capsys, argv, message):
+    import re
+
+    from baselines.tiny.train import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--out", str(tmp_path / "model")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err.strip().splitlines()[-1]) and "Traceback" not in err
+    assert not (tmp_path / "model").exists()
