@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from baselines.tiny import MODEL_DIR
-from baselines.tiny.data import SHIPPED_ENVS, available_envs
+from baselines.tiny.data import SHIPPED_ENVS
 from harness.transcript import Transcript
 from ragen_envs.parsing import parse_response
 
@@ -106,7 +106,7 @@ def compare_with_random(
     agent = load_agent(model_dir)
     seeds = list(seeds)
     summary = {}
-    for env_id in available_envs(trained_envs(model_dir) if envs is None else envs):
+    for env_id in trained_envs(model_dir) if envs is None else envs:
         lm = rollout_lm(agent, env_id, seeds)
         rnd = rollout_random(env_id, seeds)
         summary[env_id] = {
