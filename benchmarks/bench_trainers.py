@@ -4,8 +4,10 @@
     python benchmarks/bench_trainers.py --rounds 6 --envs sokoban,sokoban-native
 
 Same model (the shipped tiny one), same batch (8 prompts x 8 samples, one optimiser step per batch), same
-per-turn token budget, same sampler (the adapter plays episodes with the learner's rollout loop), one torch
-thread, no SNR filter and no MI in either (``filter_value=1.0``, plain ``GRPOTrainer``), KL off, TRL's
+per-turn token budget, same sampler (the adapter plays episodes with the learner's rollout loop), same precision
+(``--precision``: ``fp32`` runs TRL with ``bf16=False`` beside the learner's ``float32``; ``bf16`` runs TRL's
+default ``bf16=True``, accelerate's bf16 autocast around every forward of the prepared model, its rollouts'
+included, beside the learner's ``bfloat16-autocast``, bf16 in the update only), one torch thread, no SNR filter and no MI in either (``filter_value=1.0``, plain ``GRPOTrainer``), KL off, TRL's
 gradient checkpointing off (its default is on; on CPU it only adds recomputation). The two alternate round by
 round in one process: a TRL callback times each TRL step (``on_step_begin`` to ``on_step_end``: generation,
 loss, backward, optimiser step) and then runs and times one learner iteration, so both see the same load.
@@ -15,8 +17,9 @@ prompt); ``sokoban3`` is the 3-turn setting (``max_turns=3`` changes the instruc
 tokenizer then spells out: a 389-token first prompt). ``*-native`` replace the adapter with TRL as a TRL user
 runs it: its own single-turn generation (``transformers`` ``generate`` on the rendered first prompt) and a
 reward function that steps the env once; the learner plays its whole episodes there (on Bandit, an episode
-whose answer names no arm plays on, up to 5 turns). ``bandit1-native`` gives both the same work: Bandit with
-``max_turns=1`` (the same prompt text), so the learner's episodes are one turn too.
+whose answer names no arm plays on, up to 5 turns). ``bandit1-native`` and ``sokoban1-native`` give both the same work:
+``max_turns=1``, so the learner's episodes are one turn too (Bandit's prompt text is unchanged by it; Sokoban's
+instruction then names the turn budget, which the tiny tokenizer spells out, as in ``sokoban3``).
 
 What each does per step: the learner rolls out, builds one row per episode and runs micro-batches of 16 rows
 (forward + backward) into one optimiser step, without an old log-prob pass (one step on the whole batch is
@@ -44,9 +47,12 @@ ENVS = {
     "bandit-native": ("ragen/Bandit-v0", {}),
     "bandit1-native": ("ragen/Bandit-v0", {"max_turns": 1}),
     "sokoban-native": ("ragen/Sokoban-v0", {}),
+    "sokoban1-native": ("ragen/Sokoban-v0", {"max_turns": 1}),
 }
 """Name → (env id, env kwargs); ``*-native``: TRL without the adapter (its own ``generate``, an env reward function)."""
 PROMPTS, SAMPLES = 8, 8
+PRECISIONS = {"fp32": (False, "float32"), "bf16": (True, "bfloat16-autocast")}
+"""``--precision`` → (TRL's ``bf16`` flag, the learner's ``dtype``)."""
 MICRO = 16
 """Rows per forward/backward in both: the learner's micro-batch, TRL's per-device batch (with gradient
 accumulation over the 64 rows of a generation batch, still one optimiser step per batch)."""
@@ -60,7 +66,9 @@ def _max_turns(env_id: str, env_kwargs: dict) -> int:
     return int(gym.make(env_id, **env_kwargs).unwrapped.max_turns)
 
 
-def run_env(env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO) -> dict:
+def run_env(
+    env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO, precision: str = "fp32"
+) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -70,13 +78,14 @@ def run_env(env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, 
     from baselines.trl import EnvRollout, episode_return, make_dataset
 
     torch.set_num_threads(1)
+    trl_bf16, dtype = PRECISIONS[precision]
     max_turns = _max_turns(env_id, env_kwargs)
     ours = Trainer(
         preset(
             "cpu-tiny", model=str(MODEL), env_id=env_id, env_kwargs=env_kwargs, advantage="grpo", filter_value=1.0,
             mi_every=0, max_new_tokens=tokens, prompts_per_iteration=PROMPTS, samples_per_prompt=SAMPLES,
             minibatch_size=PROMPTS * SAMPLES, micro_batch_size=MICRO, cpu_threads=1, checkpoint_every=0,
-            iterations=rounds, out_dir=str(out / "ours"), tensorboard=False,
+            iterations=rounds, out_dir=str(out / "ours"), tensorboard=False, dtype=dtype,
         )
     )  # fmt: skip
     rollout = EnvRollout(env_id, env_kwargs=env_kwargs, max_new_tokens=tokens, seed=0)
@@ -108,7 +117,7 @@ def run_env(env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, 
     args = GRPOConfig(
         output_dir=str(out / "trl"), use_cpu=True, per_device_train_batch_size=trl_rows,
         gradient_accumulation_steps=PROMPTS * SAMPLES // trl_rows, num_generations=SAMPLES, max_steps=rounds, logging_steps=1, report_to="none", learning_rate=2e-5, seed=0,
-        save_strategy="no", max_completion_length=tokens * max_turns, gradient_checkpointing=False, beta=0.0,
+        save_strategy="no", max_completion_length=tokens * max_turns, gradient_checkpointing=False, beta=0.0, bf16=trl_bf16,
         dataloader_num_workers=0, disable_tqdm=True,
     )  # fmt: skip
     trl_trainer = GRPOTrainer(
@@ -121,7 +130,7 @@ def run_env(env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, 
 
     ours_rows = timings["ours_rows"]
     result = {
-        "env": env_id, "turns": max_turns, "trl_rows_per_pass": trl_rows, "tokens_per_turn": tokens, "rounds_timed": len(timings["ours"]) - 1,
+        "env": env_id, "precision": precision, "turns": max_turns, "trl_rows_per_pass": trl_rows, "tokens_per_turn": tokens, "rounds_timed": len(timings["ours"]) - 1,
         "ours_s": _median(timings["ours"]), "trl_s": _median(timings["trl"]),
         "ours_rollout_s": _median([r["timing/rollout_s"] for r in ours_rows]),
         "ours_update_s": _median([r["timing/update_s"] for r in ours_rows]),
@@ -137,7 +146,9 @@ def run_env(env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, 
     return result
 
 
-def run_trl_native(env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO) -> dict:
+def run_trl_native(
+    env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO, precision: str = "fp32"
+) -> dict:
     """TRL's own single-turn generation (``transformers`` ``generate``, no ``rollout_func``) with a reward
     function that steps the env once on each completion, against the learner's whole episodes, interleaved the
     same way."""
@@ -154,13 +165,14 @@ def run_trl_native(env_id: str, env_kwargs: dict, rounds: int, tokens: int, out:
     from harness.transcript import render_prompt
 
     torch.set_num_threads(1)
+    trl_bf16, dtype = PRECISIONS[precision]
     tokenizer = AutoTokenizer.from_pretrained(MODEL)
     ours = Trainer(
         preset(
             "cpu-tiny", model=str(MODEL), env_id=env_id, env_kwargs=env_kwargs, advantage="grpo", filter_value=1.0,
             mi_every=0, max_new_tokens=tokens, prompts_per_iteration=PROMPTS, samples_per_prompt=SAMPLES,
             minibatch_size=PROMPTS * SAMPLES, micro_batch_size=MICRO, cpu_threads=1, checkpoint_every=0,
-            iterations=rounds, out_dir=str(out / "ours"), tensorboard=False,
+            iterations=rounds, out_dir=str(out / "ours"), tensorboard=False, dtype=dtype,
         )
     )  # fmt: skip
     rows = []
@@ -194,7 +206,7 @@ def run_trl_native(env_id: str, env_kwargs: dict, rounds: int, tokens: int, out:
         output_dir=str(out / "trl_native"), use_cpu=True, per_device_train_batch_size=trl_rows,
         gradient_accumulation_steps=PROMPTS * SAMPLES // trl_rows, num_generations=SAMPLES, max_steps=rounds,
         logging_steps=1, report_to="none", learning_rate=2e-5, seed=0, save_strategy="no",
-        max_completion_length=tokens, gradient_checkpointing=False, beta=0.0, dataloader_num_workers=0,
+        max_completion_length=tokens, gradient_checkpointing=False, beta=0.0, bf16=trl_bf16, dataloader_num_workers=0,
         disable_tqdm=True,
     )  # fmt: skip
     trainer = GRPOTrainer(
@@ -205,7 +217,8 @@ def run_trl_native(env_id: str, env_kwargs: dict, rounds: int, tokens: int, out:
     logged = [row for row in trainer.state.log_history if "completions/mean_length" in row]
     ours_rows = timings["ours_rows"]
     result = {
-        "env": f"{env_id} (TRL's own generate, first turn)", "turns": _max_turns(env_id, env_kwargs),
+        "env": f"{env_id} (TRL's own generate, first turn)", "precision": precision,
+        "turns": _max_turns(env_id, env_kwargs),
         "trl_rows_per_pass": trl_rows, "tokens_per_turn": tokens,
         "rounds_timed": len(timings["ours"]) - 1, "ours_s": _median(timings["ours"]), "trl_s": _median(timings["trl"]),
         "ours_rollout_s": _median([r["timing/rollout_s"] for r in ours_rows]),
@@ -238,26 +251,39 @@ def main(argv: list[str] | None = None) -> int:
         choices=(8, 16, 32, 64),
         help="TRL's per_device_train_batch_size (gradient accumulation fills the 64 rows)",
     )
+    parser.add_argument(
+        "--precision",
+        default="fp32,bf16",
+        help=f"comma-separated, both trainers in the same one per run: {', '.join(PRECISIONS)} (TRL's default is bf16)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
+    names = [n.strip() for n in args.envs.split(",")]
+    precisions = [p.strip() for p in args.precision.split(",")]
+    for name in names:
+        if name not in ENVS:
+            parser.error(f"--envs: unknown setting {name!r}; choose from {', '.join(ENVS)}")
+    for precision in precisions:
+        if precision not in PRECISIONS:
+            parser.error(f"--precision: unknown {precision!r}; choose from {', '.join(PRECISIONS)}")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     results = []
     with tempfile.TemporaryDirectory() as scratch:
-        for name in (n.strip() for n in args.envs.split(",")):
-            if name not in ENVS:
-                parser.error(f"unknown env {name!r}; choose from {', '.join(ENVS)}")
-            env_id, env_kwargs = ENVS[name]
-            run = run_trl_native if name.endswith("-native") else run_env
-            result = run(env_id, env_kwargs, args.rounds, args.tokens, Path(scratch) / name, args.trl_rows_per_pass)
-            results.append({"name": name, **result})
+        for precision in precisions:
+            for name in names:
+                env_id, env_kwargs = ENVS[name]
+                run = run_trl_native if name.endswith("-native") else run_env
+                out = Path(scratch) / f"{name}-{precision}"
+                result = run(env_id, env_kwargs, args.rounds, args.tokens, out, args.trl_rows_per_pass, precision)
+                results.append({"name": name, **result})
     print(f"\nmedians of {args.rounds - 1} interleaved rounds; load average (1 min) at each round in the last column")
-    print("| setting | turns | ours s/iter (rollout + update) | TRL s/step (rollout + rest) | TRL / ours | per round "
+    print("| setting | precision | turns | ours s/iter (rollout + update) | TRL s/step (rollout + rest) | TRL / ours | per round "
           "| tokens/episode ours, TRL | load |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         ratios = ", ".join(f"{t / o:.2f}" for t, o in zip(r["trl_all_s"][1:], r["ours_all_s"][1:], strict=True))
         print(
-            f"| {r['name']} | {r['turns']} | {r['ours_s']:.2f} ({r['ours_rollout_s']:.2f} + {r['ours_update_s']:.2f}) "
+            f"| {r['name']} | {r['precision']} | {r['turns']} | {r['ours_s']:.2f} ({r['ours_rollout_s']:.2f} + {r['ours_update_s']:.2f}) "
             f"| {r['trl_s']:.2f} ({r['trl_rollout_s']:.2f} + {r['trl_update_s']:.2f}) | {r['trl_over_ours']:.2f}x "
             f"| {ratios} | {r['ours_response_tokens_per_episode']:.0f}, {r['trl_response_tokens_per_episode']:.0f} "
             f"| {min(r['load']):.1f}-{max(r['load']):.1f} |"
