@@ -110,13 +110,19 @@ def test_unreachable_webshop_server_url_is_named(tmp_path, capsys):
     assert f"server_url={url!r}" in line and "ragen_envs.webshop.serve" in line
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _slow_run(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
     args = ["random", "--env", "ragen/Sokoban-10x10-v0", "--episodes", "400", "--samples", "1", "--mi-samples", "0"]
     cmd = [sys.executable, "-m", "harness.cli", "run", *args, "--batch-size", "2", "--out", str(tmp_path)]
     cmd += ["--run-id", "slow", "--quiet", "--no-plots", *extra]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # SIGINT's default action restored in the child, as in a terminal: a shell that runs a job in the background
+    # (pytest under `cmd &`) starts it with SIGINT ignored, and Python then never raises KeyboardInterrupt
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)  # fmt: skip
+                            start_new_session=True, preexec_fn=_default_sigint)  # fmt: skip
     path = tmp_path / "slow" / "episodes.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not path.exists() or path.read_bytes().count(b"\n") < 4):
