@@ -7,19 +7,20 @@ Same model (the shipped tiny one), same batch (8 prompts x 8 samples, one optimi
 per-turn token budget, same sampler (the adapter plays episodes with the learner's rollout loop), same precision
 (``--precision``: ``fp32`` runs TRL with ``bf16=False`` beside the learner's ``float32``; ``bf16`` runs TRL's
 default ``bf16=True``, accelerate's bf16 autocast around every forward of the prepared model, its rollouts'
-included, beside the learner's ``bfloat16-autocast``, bf16 in the update only), one torch thread, no SNR filter and no MI in either (``filter_value=1.0``, plain ``GRPOTrainer``), KL off, TRL's
-gradient checkpointing off (its default is on; on CPU it only adds recomputation). The two alternate round by
-round in one process: a TRL callback times each TRL step (``on_step_begin`` to ``on_step_end``: generation,
-loss, backward, optimiser step) and then runs and times one learner iteration, so both see the same load.
+included, beside the learner's ``bfloat16-autocast``, bf16 in the update only), one torch thread, no SNR filter
+and no MI in either (``filter_value=1.0``, plain ``GRPOTrainer``), KL off, TRL's gradient checkpointing off (its
+default is on; on CPU it only adds recomputation). The two alternate round by round in one process: a TRL
+callback times each TRL step (``on_step_begin`` to ``on_step_end``: generation, loss, backward, optimiser step)
+and then runs and times one learner iteration, so both see the same load.
 Round 0 of each is a warm-up and not counted; medians of the rest, with the load average seen at each round.
 ``bandit`` and ``sokoban`` are the default envs (what users run; Sokoban lasts up to 5 turns on a 67-token first
 prompt); ``sokoban3`` is the 3-turn setting (``max_turns=3`` changes the instruction text, which the tiny
 tokenizer then spells out: a 389-token first prompt). ``*-native`` replace the adapter with TRL as a TRL user
 runs it: its own single-turn generation (``transformers`` ``generate`` on the rendered first prompt) and a
 reward function that steps the env once; the learner plays its whole episodes there (on Bandit, an episode
-whose answer names no arm plays on, up to 5 turns). ``bandit1-native`` and ``sokoban1-native`` give both the same work:
-``max_turns=1``, so the learner's episodes are one turn too (Bandit's prompt text is unchanged by it; Sokoban's
-instruction then names the turn budget, which the tiny tokenizer spells out, as in ``sokoban3``).
+whose answer names no arm plays on, up to 5 turns). ``bandit1-native`` and ``sokoban1-native`` give both the
+same work: ``max_turns=1``, so the learner's episodes are one turn too (Bandit's prompt text is unchanged by it;
+Sokoban's instruction then names the turn budget, which the tiny tokenizer spells out, as in ``sokoban3``).
 
 What each does per step: the learner rolls out, builds one row per episode and runs micro-batches of 16 rows
 (forward + backward) into one optimiser step, without an old log-prob pass (one step on the whole batch is
