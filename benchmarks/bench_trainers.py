@@ -67,28 +67,47 @@ def _max_turns(env_id: str, env_kwargs: dict) -> int:
     return int(gym.make(env_id, **env_kwargs).unwrapped.max_turns)
 
 
+def _learner(env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, precision: str):
+    """The learner both comparisons time: GRPO on the benchmark's batch, no filter and no MI, one thread."""
+    from baselines.ppo.config import preset
+    from baselines.ppo.trainer import Trainer
+
+    return Trainer(
+        preset(
+            "cpu-tiny", model=str(MODEL), env_id=env_id, env_kwargs=env_kwargs, advantage="grpo", filter_value=1.0,
+            mi_every=0, max_new_tokens=tokens, prompts_per_iteration=PROMPTS, samples_per_prompt=SAMPLES,
+            minibatch_size=PROMPTS * SAMPLES, micro_batch_size=MICRO, cpu_threads=1, checkpoint_every=0,
+            iterations=rounds, out_dir=str(out), tensorboard=False, dtype=PRECISIONS[precision][1],
+        )
+    )  # fmt: skip
+
+
+def _grpo_args(out: Path, rounds: int, completion_tokens: int, trl_rows: int, precision: str):
+    """TRL's ``GRPOConfig`` for both comparisons: the same batch as the learner's in one optimiser step, KL and
+    gradient checkpointing off, ``bf16`` as ``precision`` says."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=str(out), use_cpu=True, per_device_train_batch_size=trl_rows,
+        gradient_accumulation_steps=PROMPTS * SAMPLES // trl_rows, num_generations=SAMPLES, max_steps=rounds,
+        logging_steps=1, report_to="none", learning_rate=2e-5, seed=0, save_strategy="no",
+        max_completion_length=completion_tokens, gradient_checkpointing=False, beta=0.0,
+        bf16=PRECISIONS[precision][0], dataloader_num_workers=0, disable_tqdm=True,
+    )  # fmt: skip
+
+
 def run_env(
     env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO, precision: str = "fp32"
 ) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
-    from baselines.ppo.config import preset
-    from baselines.ppo.trainer import Trainer
     from baselines.trl import EnvRollout, episode_return, make_dataset
 
     torch.set_num_threads(1)
-    trl_bf16, dtype = PRECISIONS[precision]
     max_turns = _max_turns(env_id, env_kwargs)
-    ours = Trainer(
-        preset(
-            "cpu-tiny", model=str(MODEL), env_id=env_id, env_kwargs=env_kwargs, advantage="grpo", filter_value=1.0,
-            mi_every=0, max_new_tokens=tokens, prompts_per_iteration=PROMPTS, samples_per_prompt=SAMPLES,
-            minibatch_size=PROMPTS * SAMPLES, micro_batch_size=MICRO, cpu_threads=1, checkpoint_every=0,
-            iterations=rounds, out_dir=str(out / "ours"), tensorboard=False, dtype=dtype,
-        )
-    )  # fmt: skip
+    ours = _learner(env_id, env_kwargs, rounds, tokens, out / "ours", precision)
     rollout = EnvRollout(env_id, env_kwargs=env_kwargs, max_new_tokens=tokens, seed=0)
     rollout_seconds: list[float] = []
 
@@ -115,12 +134,7 @@ def run_env(
             timings["ours_rows"].append(row)
             timings["load"].append(os.getloadavg()[0])
 
-    args = GRPOConfig(
-        output_dir=str(out / "trl"), use_cpu=True, per_device_train_batch_size=trl_rows,
-        gradient_accumulation_steps=PROMPTS * SAMPLES // trl_rows, num_generations=SAMPLES, max_steps=rounds, logging_steps=1, report_to="none", learning_rate=2e-5, seed=0,
-        save_strategy="no", max_completion_length=tokens * max_turns, gradient_checkpointing=False, beta=0.0, bf16=trl_bf16,
-        dataloader_num_workers=0, disable_tqdm=True,
-    )  # fmt: skip
+    args = _grpo_args(out / "trl", rounds, tokens * max_turns, trl_rows, precision)
     trl_trainer = GRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32), args=args,
         processing_class=AutoTokenizer.from_pretrained(MODEL), reward_funcs=episode_return,
@@ -157,25 +171,15 @@ def run_trl_native(
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from baselines.env_check import first_turn_chat
-    from baselines.ppo.config import preset
-    from baselines.ppo.trainer import Trainer
     from harness.agents.base import Context
     from harness.transcript import render_prompt
 
     torch.set_num_threads(1)
-    trl_bf16, dtype = PRECISIONS[precision]
     tokenizer = AutoTokenizer.from_pretrained(MODEL)
-    ours = Trainer(
-        preset(
-            "cpu-tiny", model=str(MODEL), env_id=env_id, env_kwargs=env_kwargs, advantage="grpo", filter_value=1.0,
-            mi_every=0, max_new_tokens=tokens, prompts_per_iteration=PROMPTS, samples_per_prompt=SAMPLES,
-            minibatch_size=PROMPTS * SAMPLES, micro_batch_size=MICRO, cpu_threads=1, checkpoint_every=0,
-            iterations=rounds, out_dir=str(out / "ours"), tensorboard=False, dtype=dtype,
-        )
-    )  # fmt: skip
+    ours = _learner(env_id, env_kwargs, rounds, tokens, out / "ours", precision)
     rows = []
     for seed in range(PROMPTS * rounds):  # the same rendered prompt (chat template + prefill) as the learner's
         messages, prefill = first_turn_chat(env_id, env_kwargs, seed)
@@ -203,13 +207,7 @@ def run_trl_native(
             timings["ours"].append(time.perf_counter() - start)
             timings["load"].append(os.getloadavg()[0])
 
-    args = GRPOConfig(
-        output_dir=str(out / "trl_native"), use_cpu=True, per_device_train_batch_size=trl_rows,
-        gradient_accumulation_steps=PROMPTS * SAMPLES // trl_rows, num_generations=SAMPLES, max_steps=rounds,
-        logging_steps=1, report_to="none", learning_rate=2e-5, seed=0, save_strategy="no",
-        max_completion_length=tokens, gradient_checkpointing=False, beta=0.0, bf16=trl_bf16, dataloader_num_workers=0,
-        disable_tqdm=True,
-    )  # fmt: skip
+    args = _grpo_args(out / "trl_native", rounds, tokens, trl_rows, precision)
     trainer = GRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32), args=args, processing_class=tokenizer,
         reward_funcs=env_reward, train_dataset=Dataset.from_list(rows), callbacks=[Interleave()],
