@@ -3,18 +3,9 @@ it loads a model or starts a round (a typo must not cost a half-finished benchma
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
-from tests.helpers.paths import ROOT
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_trainers", ROOT / "benchmarks" / "bench_trainers.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.helpers.paths import load_script
 
 
 @pytest.mark.parametrize(
@@ -26,7 +17,7 @@ def _bench():
 )
 def test_bad_argument_is_one_line(argv, expected, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        _bench().main(argv)
+        load_script("benchmarks/bench_trainers.py").main(argv)
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert expected in err

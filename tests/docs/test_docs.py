@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.paths import ROOT
+from tests.helpers.paths import ROOT, load_script
 
 DOCS = ROOT / "docs"
 PAGES = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", *DOCS.rglob("*.md")])
 NOTES = DOCS / "envs" / "notes"
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-gen_env_docs = _load("gen_env_docs")
+gen_env_docs = load_script("scripts/gen_env_docs.py")
 
 
 # ---- generated env pages ----------------------------------------------------------------------------------

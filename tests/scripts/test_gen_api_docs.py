@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 
 import pytest
 
-from tests.helpers.paths import ROOT
+from tests.helpers.paths import load_script
 
-spec = importlib.util.spec_from_file_location("gen_api_docs", ROOT / "scripts" / "gen_api_docs.py")
-gen = importlib.util.module_from_spec(spec)
-sys.modules["gen_api_docs"] = gen  # dataclasses look their module up there
-spec.loader.exec_module(gen)
+gen = load_script("scripts/gen_api_docs.py")
 
 
 def test_the_page_is_current():

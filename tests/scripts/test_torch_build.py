@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -11,12 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.paths import ROOT
+from tests.helpers.paths import ROOT, load_script
 
 SCRIPT = ROOT / "scripts" / "torch_build.py"
-_spec = importlib.util.spec_from_file_location("torch_build", SCRIPT)
-torch_build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(torch_build)
+torch_build = load_script("scripts/torch_build.py")
 
 
 @pytest.mark.parametrize(
