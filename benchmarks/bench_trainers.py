@@ -21,6 +21,12 @@ reward function that steps the env once; the learner plays its whole episodes th
 whose answer names no arm plays on, up to 5 turns). ``bandit1-native`` and ``sokoban1-native`` give both the
 same work: ``max_turns=1``, so the learner's episodes are one turn too (Bandit's prompt text is unchanged by it;
 Sokoban's instruction then names the turn budget, which the tiny tokenizer spells out, as in ``sokoban3``).
+``*-trlgen`` give both the same multi-turn work with TRL sampling as it samples itself: the adapter plays the
+episodes, but every turn's responses come from TRL's own generation (``GRPOTrainer._generate_single_turn``:
+``transformers`` ``generate`` on the left-padded batch of whole histories, stopping at EOS, the per-turn budget),
+which is what TRL's multi-turn loop (``environment_factory``'s tool calls) does each turn; that loop itself needs
+a model that calls tools, which the tiny model is not. TRL's sampling draws from the global torch generator, not
+per-row seeds, so its episodes are not reproducible row by row.
 
 What each does per step: the learner rolls out, builds one row per episode and runs micro-batches of 16 rows
 (forward + backward) into one optimiser step, without an old log-prob pass (one step on the whole batch is
@@ -49,8 +55,12 @@ ENVS = {
     "bandit1-native": ("ragen/Bandit-v0", {"max_turns": 1}),
     "sokoban-native": ("ragen/Sokoban-v0", {}),
     "sokoban1-native": ("ragen/Sokoban-v0", {"max_turns": 1}),
+    "bandit-trlgen": ("ragen/Bandit-v0", {}),
+    "sokoban-trlgen": ("ragen/Sokoban-v0", {}),
+    "sokoban3-trlgen": ("ragen/Sokoban-v0", {"max_turns": 3}),
 }
-"""Name → (env id, env kwargs); ``*-native``: TRL without the adapter (its own ``generate``, an env reward function)."""
+"""Name → (env id, env kwargs); ``*-native``: TRL without the adapter (its own ``generate``, an env reward function);
+``*-trlgen``: the adapter's episodes, every turn sampled by TRL's own generation."""
 PROMPTS, SAMPLES = 8, 8
 PRECISIONS = {"fp32": (False, "float32"), "bf16": (True, "bfloat16-autocast")}
 """``--precision`` → (TRL's ``bf16`` flag, the learner's ``dtype``)."""
@@ -96,9 +106,32 @@ def _grpo_args(out: Path, rounds: int, completion_tokens: int, trl_rows: int, pr
     )  # fmt: skip
 
 
+def _trl_generation_rollout():
+    """:class:`baselines.trl.EnvRollout` whose turns TRL samples with its own generation (see the module docstring)."""
+    import contextlib
+
+    from baselines.trl import EnvRollout
+    from harness.lm.generation import Decoded
+
+    class TRLGenerationRollout(EnvRollout):
+        @contextlib.contextmanager
+        def sampling(self, trainer, temperature, max_new_tokens):
+            eos = set(trainer.eos_token_ids)
+
+            def sample(prompts, seeds):
+                ids, _ = trainer._generate_single_turn([list(p) for p in prompts], None, {}, num_generations=1)
+                # TRL's transformers path keeps no log-probs (it recomputes them in the loss)
+                return [Decoded(tuple(c), (0.0,) * len(c), (), bool(c) and c[-1] in eos) for c in ids]
+
+            yield None, sample
+
+    return TRLGenerationRollout
+
+
 def run_env(
-    env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO, precision: str = "fp32"
-) -> dict:
+    env_id: str, env_kwargs: dict, rounds: int, tokens: int, out: Path, trl_rows: int = MICRO, precision: str = "fp32",
+    trl_generation: bool = False,
+) -> dict:  # fmt: skip
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOTrainer
@@ -108,7 +141,9 @@ def run_env(
     torch.set_num_threads(1)
     max_turns = _max_turns(env_id, env_kwargs)
     ours = _learner(env_id, env_kwargs, rounds, tokens, out / "ours", precision)
-    rollout = EnvRollout(env_id, env_kwargs=env_kwargs, max_new_tokens=tokens, seed=0)
+    rollout = (_trl_generation_rollout() if trl_generation else EnvRollout)(
+        env_id, env_kwargs=env_kwargs, max_new_tokens=tokens, seed=0
+    )
     rollout_seconds: list[float] = []
 
     def timed_rollout(prompts, trainer):
@@ -141,11 +176,13 @@ def run_env(
         train_dataset=make_dataset(env_id, range(PROMPTS * rounds), env_kwargs=env_kwargs),
         rollout_func=timed_rollout, callbacks=[Interleave()],
     )  # fmt: skip
+    if trl_generation:  # each of TRL's generate calls is one turn: the per-turn budget, as the learner's
+        trl_trainer.generation_config.max_new_tokens = tokens
     trl_trainer.train()
 
     ours_rows = timings["ours_rows"]
     result = {
-        "env": env_id, "precision": precision, "turns": max_turns, "trl_rows_per_pass": trl_rows, "tokens_per_turn": tokens, "rounds_timed": len(timings["ours"]) - 1,
+        "env": f"{env_id} (TRL's own generate, every turn)" if trl_generation else env_id, "precision": precision, "turns": max_turns, "trl_rows_per_pass": trl_rows, "tokens_per_turn": tokens, "rounds_timed": len(timings["ours"]) - 1,
         "ours_s": _median(timings["ours"]), "trl_s": _median(timings["trl"]),
         "ours_rollout_s": _median([r["timing/rollout_s"] for r in ours_rows]),
         "ours_update_s": _median([r["timing/update_s"] for r in ours_rows]),
@@ -271,9 +308,12 @@ def main(argv: list[str] | None = None) -> int:
         for precision in precisions:
             for name in names:
                 env_id, env_kwargs = ENVS[name]
-                run = run_trl_native if name.endswith("-native") else run_env
                 out = Path(scratch) / f"{name}-{precision}"
-                result = run(env_id, env_kwargs, args.rounds, args.tokens, out, args.trl_rows_per_pass, precision)
+                common = (env_id, env_kwargs, args.rounds, args.tokens, out, args.trl_rows_per_pass, precision)
+                if name.endswith("-native"):
+                    result = run_trl_native(*common)
+                else:
+                    result = run_env(*common, trl_generation=name.endswith("-trlgen"))
                 results.append({"name": name, **result})
     print(f"\nmedians of {args.rounds - 1} interleaved rounds; load average (1 min) at each round in the last column")
     print("| setting | precision | turns | ours s/iter (rollout + update) | TRL s/step (rollout + rest) | TRL / ours | per round "

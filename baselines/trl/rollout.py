@@ -109,6 +109,11 @@ class EnvRollout:
             temperature=float(trainer.temperature), samples_per_prompt=samples, seed=self.seed,
         )  # fmt: skip
 
+    def sampling(self, trainer, temperature: float, max_new_tokens: int):
+        """The context yielding ``(model, sampler)`` that the episodes are sampled with
+        (:func:`baselines.trl.generation.episode_sampling`); a subclass may sample another way."""
+        return episode_sampling(trainer, temperature, max_new_tokens)
+
     def __call__(self, prompts: Sequence[Any], trainer) -> dict[str, list]:
         """TRL's ``rollout_func``: one episode per prompt, returned as the token rows, env masks and returns TRL trains
         on."""
@@ -126,7 +131,7 @@ class EnvRollout:
         counts = sorted({c for _, c in runs})
         settings = {count: self.settings(trainer, count) for count in counts}  # refusals before any sampling
         first = settings[counts[0]]
-        with episode_sampling(trainer, first.temperature, first.max_new_tokens) as (model, sampler):
+        with self.sampling(trainer, first.temperature, first.max_new_tokens) as (model, sampler):
             for count in counts:
                 members = [i for i, (_, c) in enumerate(runs) if c == count]
                 played = collect_rollouts(
