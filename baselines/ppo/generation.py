@@ -9,6 +9,9 @@ backend (the vLLM engine) plugs in as a ``sampler(prompts, seeds)`` callable ret
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+
 import torch
 
 from harness.lm.generation import Decoded, generate_ids
@@ -166,8 +169,11 @@ def _span_states(model, sequences, spans, groups, device) -> torch.Tensor:
     similar length (:func:`length_runs`) rather than all padded to the longest. No padding mask anywhere: the
     rows are right-padded, so under causal attention a real position never sees a pad (pads only see real
     tokens, and their outputs are never read); without one, SDPA takes its causal kernel instead of a dense
-    mask over every key. Gradient checkpointing recomputes layers without a cache, and FSDP2 needs each layer
-    once per backward, so under either nothing is shared; under FSDP2 the rows also run as one batch.
+    mask over every key. Each run's scored positions are picked with one index (per row, each pick's backward
+    would fill and add a gradient the size of the whole run), and the last layer's MLP runs at those positions
+    only (:func:`_mlp_only_at`). Gradient checkpointing recomputes layers without a cache or the MLP's hooks, and
+    FSDP2 needs each layer once per backward, so under either nothing is shared or skipped; under FSDP2 the rows
+    also run as one batch.
     """
     from torch.distributed.fsdp import FSDPModule
 
@@ -176,10 +182,12 @@ def _span_states(model, sequences, spans, groups, device) -> torch.Tensor:
     base = model.base_model
     # FSDP2 reduces a layer's gradients at the first backward through it, so a layer must run once per pass
     sharded = any(isinstance(m, FSDPModule) for m in model.modules())
-    if sharded or any(getattr(m, "gradient_checkpointing", False) for m in model.modules()):
+    plain = not sharded and not any(getattr(m, "gradient_checkpointing", False) for m in model.modules())
+    if not plain:
         groups = None
+    last_mlp = _last_mlp(base) if plain else None
     overhead = float("inf") if sharded else FORWARD_POSITIONS
-    per_row: list[torch.Tensor | None] = [None] * len(sequences)
+    blocks, order = [], []  # per run: its rows' scored states (row-major within the run), and those rows
     for members, length in _shared_prefixes(sequences, spans, groups):
         prefix_kv = None
         if length:
@@ -187,7 +195,8 @@ def _span_states(model, sequences, spans, groups, device) -> torch.Tensor:
 
             cache = DynamicCache(config=model.config)
             prefix = torch.tensor([sequences[members[0]][:length]], dtype=torch.long, device=device)
-            base(input_ids=prefix, use_cache=True, **{cache_keyword(base): cache})
+            with _mlp_only_at(last_mlp, torch.zeros(0, dtype=torch.long, device=device)):  # nothing scored there
+                base(input_ids=prefix, use_cache=True, **{cache_keyword(base): cache})
             prefix_kv = [(layer.keys, layer.values) for layer in cache.layers]  # (1, heads, P, d) each
         for run in length_runs([len(sequences[r]) - length for r in members], overhead):
             rows = [members[i] for i in run]
@@ -198,11 +207,61 @@ def _span_states(model, sequences, spans, groups, device) -> torch.Tensor:
             ids = torch.zeros((len(rows), width), dtype=torch.long)
             for b, r in enumerate(rows):
                 ids[b, : len(sequences[r]) - length] = torch.tensor(sequences[r][length:], dtype=torch.long)
-            states = base(input_ids=ids.to(device), **cache_kw).last_hidden_state  # (rows, W - P, H)
-            for b, r in enumerate(rows):
-                columns = [t - 1 - length for start, end in spans[r] for t in range(start, end)]
-                per_row[r] = states[b, torch.tensor(columns, dtype=torch.long, device=device)]
-    return torch.cat(per_row) if per_row else torch.zeros((0, model.config.hidden_size), device=device)
+            scored = [
+                b * width + t - 1 - length
+                for b, r in enumerate(rows)
+                for start, end in spans[r]
+                for t in range(start, end)
+            ]
+            index = torch.tensor(scored, dtype=torch.long, device=device)  # into the run's (rows × width) positions
+            with _mlp_only_at(last_mlp, index):
+                states = base(input_ids=ids.to(device), **cache_kw).last_hidden_state  # (rows, W - P, H)
+            blocks.append(states.reshape(-1, states.shape[-1]).index_select(0, index))
+            order.extend(rows)
+    if not blocks:
+        return torch.zeros((0, model.config.hidden_size), device=device)
+    picked = torch.cat(blocks)  # the rows in run order
+    if order == sorted(order):
+        return picked
+    counts = [sum(end - start for start, end in spans[r]) for r in order]
+    offsets = dict(zip(order, itertools.accumulate([0] + counts), strict=False))
+    back = [offsets[r] + j for r in range(len(sequences)) for j in range(sum(end - start for start, end in spans[r]))]
+    return picked.index_select(0, torch.tensor(back, dtype=torch.long, device=device))  # row-major
+
+
+def _last_mlp(base):
+    """The last decoder layer's feed-forward block when it is a plain (dense) MLP, else None. Its outputs at
+    positions nothing scores feed only those positions' final states (keys and values come before it), so it need
+    not run there. A mixture of experts is left whole (routing statistics count every token)."""
+    layers = getattr(base, "layers", None)
+    mlp = getattr(layers[-1], "mlp", None) if layers is not None and len(layers) else None
+    return mlp if mlp is not None and hasattr(mlp, "down_proj") and not hasattr(mlp, "experts") else None
+
+
+@contextlib.contextmanager
+def _mlp_only_at(mlp, index):
+    """While inside, ``mlp`` runs on the positions ``index`` (into its input's flattened leading dimensions)
+    only; its output is zero elsewhere. Exact at those positions: an MLP acts on each position alone."""
+    if mlp is None:
+        yield
+        return
+    shape = []
+
+    def gather(module, args):
+        (hidden,) = args
+        shape.append(hidden.shape)
+        return (hidden.reshape(-1, hidden.shape[-1]).index_select(0, index),)
+
+    def scatter(module, args, out):
+        full = out.new_zeros((shape[-1][:-1].numel(), out.shape[-1]))
+        return full.index_copy(0, index, out).view(*shape[-1][:-1], out.shape[-1])
+
+    handles = [mlp.register_forward_pre_hook(gather), mlp.register_forward_hook(scatter)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def _expanded(cache, prefix_kv, rows: int):

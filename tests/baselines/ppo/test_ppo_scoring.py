@@ -144,6 +144,27 @@ def test_a_groups_shared_prompt_runs_once_and_scores_as_the_full_rows(model):
     assert_same_scores(model, sequences, spans, scores, 0.9)
 
 
+def test_the_last_layers_mlp_runs_at_scored_positions_only(model):
+    """Its output elsewhere feeds only final states nothing reads; the prefix pass scores nothing at all."""
+    sequences, spans, groups = grpo_like_batch(model.config.vocab_size, seed=4)
+    mlp_rows, first_rows = [], []
+    hooks = [
+        model.model.layers[-1].mlp.register_forward_hook(lambda module, args, out: mlp_rows.append(args[0].shape[0])),
+        model.model.layers[0].mlp.register_forward_hook(
+            lambda module, args, out: first_rows.append(args[0].shape[:-1].numel())
+        ),
+    ]
+    try:
+        scores = sequence_logprobs(model, sequences, spans, 1.0, with_entropy=True, groups=groups)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    scored = [sum(end - start for start, end in spans[r]) for r in range(len(sequences))]
+    assert mlp_rows == [0, sum(scored[:3]), 0, sum(scored[3:])]  # per group: its prefix, then its rows
+    assert sum(first_rows) > sum(mlp_rows)  # the other layers run every position
+    assert_same_scores(model, sequences, spans, scores, 1.0)
+
+
 def test_rows_share_only_within_their_group_and_a_lone_row_runs_whole(model):
     sequences, spans, groups = grpo_like_batch(model.config.vocab_size, seed=3)
     sequences, spans, groups = sequences[:4], spans[:4], [0, 0, 0, 7]  # group 7: a single row, nothing to share
