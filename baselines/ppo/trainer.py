@@ -141,9 +141,6 @@ class Trainer:
             torch.set_num_threads(config.cpu_threads)
         torch.manual_seed(config.seed)
         torch.use_deterministic_algorithms(True, warn_only=True)
-        # deterministic mode also fills every fresh tensor with NaN, to expose reads of memory nobody wrote; nothing
-        # here reads such memory (same-seed runs stay byte-identical) and the filling is ~5% of a rollout
-        torch.utils.deterministic.fill_uninitialized_memory = False
         load = dict(dtype=dtype)
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(config.model)
         self.policy = transformers.AutoModelForCausalLM.from_pretrained(config.model, **load).to(self.device)
