@@ -223,9 +223,9 @@ def _span_states(model, sequences, spans, groups, device) -> torch.Tensor:
     picked = torch.cat(blocks)  # the rows in run order
     if order == sorted(order):
         return picked
-    counts = [sum(end - start for start, end in spans[r]) for r in order]
-    offsets = dict(zip(order, itertools.accumulate([0] + counts), strict=False))
-    back = [offsets[r] + j for r in range(len(sequences)) for j in range(sum(end - start for start, end in spans[r]))]
+    counts = [sum(end - start for start, end in row_spans) for row_spans in spans]
+    offsets = dict(zip(order, itertools.accumulate([0] + [counts[r] for r in order]), strict=False))
+    back = [offsets[r] + j for r in range(len(sequences)) for j in range(counts[r])]
     return picked.index_select(0, torch.tensor(back, dtype=torch.long, device=device))  # row-major
 
 
@@ -248,11 +248,15 @@ def _mlp_only_at(mlp, index):
     shape = []
 
     def gather(module, args):
-        (hidden,) = args
-        shape.append(hidden.shape)
-        return (hidden.reshape(-1, hidden.shape[-1]).index_select(0, index),)
+        if len(args) != 1 or not isinstance(args[0], torch.Tensor):  # not called as mlp(hidden): run it whole
+            shape.append(None)
+            return None
+        shape.append(args[0].shape)
+        return (args[0].reshape(-1, args[0].shape[-1]).index_select(0, index),)
 
     def scatter(module, args, out):
+        if shape[-1] is None:
+            return None
         full = out.new_zeros((shape[-1][:-1].numel(), out.shape[-1]))
         return full.index_copy(0, index, out).view(*shape[-1][:-1], out.shape[-1])
 
