@@ -10,8 +10,10 @@ MI family of every (agent, env) batch with the agents they rolled out with (:fun
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -44,12 +46,12 @@ def _worker_init(parent: int) -> None:
     """A local worker: one intra-op thread (workers share the cores; read by torch/numpy BLAS at import), Ctrl-C
     left to the parent (which stops the pool), and exit as soon as the parent is gone: after a ``kill -9`` of the
     harness nothing else would stop a worker in the middle of a long chunk."""
-    import signal
     import threading
 
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked since the spawn (_quiet_pool_class)
 
     def watch() -> None:
         import time
@@ -86,17 +88,38 @@ def execute_serial(config: RunConfig, chunks: list[list[Job]], agents: dict[str,
             emit(spec, [dumps_line(record)])
 
 
+@functools.cache
+def _quiet_pool_class() -> type:
+    """``ProcessPoolExecutor`` whose workers start with SIGINT blocked (a signal mask survives fork and exec).
+
+    A terminal's Ctrl-C reaches the whole process group, and a worker still importing (before
+    :func:`_worker_init` ignores SIGINT) would print a KeyboardInterrupt traceback under the parent's one-line
+    message; blocked, the signal waits until the worker ignores it. The parent holds its own SIGINT only while it
+    spawns and registers a worker (the pool's private ``_spawn_process``), so an interrupt that arrived meanwhile is
+    raised once the worker is registered, where the pool's Ctrl-C handling kills it with the others."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    class QuietPool(ProcessPoolExecutor):
+        def _spawn_process(self) -> None:
+            previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                super()._spawn_process()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+    return QuietPool
+
+
 @contextlib.contextmanager
 def process_pool(workers: int) -> Iterator[Any]:
     """A pool of up to ``workers`` spawned local processes (:func:`_worker_init`) for the block, shared by the
     rollouts and the MI family so each worker builds its agents once; processes start as work arrives, so a
     run with fewer chunks than ``workers`` starts fewer. Ctrl-C or a failure kills the workers at once."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
     # spawn, not fork: a forked torch (or a forked thread pool) can deadlock, and spawn is what Ray does too.
     context = multiprocessing.get_context("spawn")
-    executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),))
+    executor = _quiet_pool_class()(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),))
     try:
         yield executor
     except BaseException:  # Ctrl-C or a failed task: stop the workers now instead of waiting for their tasks

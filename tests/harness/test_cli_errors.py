@@ -142,6 +142,22 @@ def test_ctrl_c_prints_how_to_resume(tmp_path, workers):
     ]
 
 
+def test_a_worker_is_spawned_with_ctrl_c_blocked_until_it_ignores_it():
+    # A Ctrl-C reaching a worker still importing (before its initializer ignores SIGINT) printed that worker's
+    # KeyboardInterrupt traceback under the parent's one-line message; blocked from the spawn, it cannot.
+    import multiprocessing
+
+    from harness.backends import _quiet_pool_class, process_pool
+
+    spawn = multiprocessing.get_context("spawn")
+    with _quiet_pool_class()(1, mp_context=spawn) as bare:  # no initializer: the mask as spawned
+        assert signal.SIGINT in bare.submit(signal.pthread_sigmask, signal.SIG_BLOCK, []).result()
+    with process_pool(1) as pool:  # after the worker's initializer: ignored, no longer blocked
+        assert signal.SIGINT not in pool.submit(signal.pthread_sigmask, signal.SIG_BLOCK, []).result()
+        assert pool.submit(signal.getsignal, signal.SIGINT).result() == signal.SIG_IGN
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the parent's mask is restored
+
+
 def _children(pid: int) -> set[int]:
     found = set()
     for entry in Path("/proc").iterdir():
