@@ -75,10 +75,10 @@ def sequence_logprobs(
         return model(sequences, spans, temperature, with_entropy, groups)
     device = next(model.parameters()).device
     rows, columns = _span_positions(spans)
-    hidden = _span_states(model, sequences, spans, groups, device)  # (N, H)
+    lengths = [sum(end - start for start, end in row_spans) for row_spans in spans]
+    hidden = _span_states(model, sequences, spans, lengths, groups, device)  # (N, H)
     targets = torch.tensor([sequences[r][c + 1] for r, c in zip(rows, columns, strict=True)], device=device)
     logp, entropy = _head_logprobs(model, hidden, targets, temperature, with_entropy)
-    lengths = [sum(end - start for start, end in row_spans) for row_spans in spans]
     mask = _pack([torch.ones(n, device=device) for n in lengths])
     return (
         _pack(logp.split(lengths)),
@@ -159,8 +159,9 @@ def length_runs(widths: list[int], overhead: float = FORWARD_POSITIONS) -> list[
     return runs[::-1]
 
 
-def _span_states(model, sequences, spans, groups, device) -> torch.Tensor:
-    """The last hidden states (N, H) at the positions predicting the span tokens, in row-major order.
+def _span_states(model, sequences, spans, lengths, groups, device) -> torch.Tensor:
+    """The last hidden states (N, H) at the positions predicting the span tokens, in row-major order
+    (``lengths``: each row's number of span tokens).
 
     A bucket of rows with a shared prefix of P tokens (a GRPO group's first-turn prompt) runs that prefix once,
     batch 1, and its suffixes as right-padded batches that attend to the prefix's keys/values expanded to the
@@ -222,9 +223,8 @@ def _span_states(model, sequences, spans, groups, device) -> torch.Tensor:
     picked = torch.cat(blocks)  # the rows in run order
     if order == sorted(order):
         return picked
-    counts = [sum(end - start for start, end in row_spans) for row_spans in spans]
-    offsets = dict(zip(order, itertools.accumulate([0] + [counts[r] for r in order]), strict=False))
-    back = [offsets[r] + j for r in range(len(sequences)) for j in range(counts[r])]
+    offsets = dict(zip(order, itertools.accumulate([0] + [lengths[r] for r in order]), strict=False))
+    back = [offsets[r] + j for r in range(len(sequences)) for j in range(lengths[r])]
     return picked.index_select(0, torch.tensor(back, dtype=torch.long, device=device))  # row-major
 
 
