@@ -33,6 +33,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DTYPES = ("float32", "bfloat16")
 AGENT = "tiny"
+MI_SAMPLES = 64
+"""Pairs per scheme: ``harness run``'s default (the runs are played with MI off, so their config says 0)."""
 
 
 def play(seed: int, out: Path) -> Path:
@@ -64,7 +66,7 @@ def score(run_dir: Path, dtype: str) -> dict:
     values: dict = {}
     start = time.perf_counter()
     for env, episodes in sorted(batches.items()):
-        for scheme, family in collapse_for(agent, episodes, config.seed, 64).items():
+        for scheme, family in collapse_for(agent, episodes, config.seed, MI_SAMPLES).items():
             if isinstance(family, str):
                 continue
             values[f"{env} {scheme}"] = {k: [e.value, e.stderr] for k, e in family.items()}
