@@ -53,15 +53,15 @@ def score(run_dir: Path, dtype: str) -> dict:
     import torch
 
     from harness.agents.registry import make_agent
-    from harness.config import RunConfig
     from harness.mi import collapse_for
-    from harness.records import read_episodes
+    from harness.records import EPISODES, read_episodes
+    from harness.runner import load_config
     from harness.summary import mi_batches
 
     torch.set_num_threads(1)
-    config = RunConfig.from_json(json.loads((run_dir / "config.json").read_text())["run"])
+    config, _ = load_config(run_dir)
     agent = make_agent(AGENT, dataclasses.replace(config.agent_options, dtype=dtype, device="cpu"))
-    records, _ = read_episodes(run_dir / "episodes.jsonl")
+    records, _ = read_episodes(run_dir / EPISODES)
     batches = {env: episodes for (spec, env), episodes in mi_batches(records).items() if spec == AGENT}
     values: dict = {}
     start = time.perf_counter()

@@ -171,9 +171,9 @@ def _span_states(model, sequences, spans, lengths, groups, device) -> torch.Tens
     rows are right-padded, so under causal attention a real position never sees a pad (pads only see real
     tokens, and their outputs are never read); without one, SDPA takes its causal kernel instead of a dense
     mask over every key. Each run's scored positions are picked with one index, the same one by which the last
-    layer's MLP runs at those positions only (:func:`_mlp_only_at`). Gradient checkpointing recomputes layers without a cache or the MLP's hooks, and
-    FSDP2 needs each layer once per backward, so under either nothing is shared or skipped; under FSDP2 the rows
-    also run as one batch.
+    layer's MLP runs at those positions only (:func:`_mlp_only_at`). Gradient checkpointing recomputes layers
+    without a cache or the MLP's hooks, and FSDP2 needs each layer once per backward, so under either nothing is
+    shared or skipped; under FSDP2 the rows also run as one batch.
     """
     from torch.distributed.fsdp import FSDPModule
 
